@@ -1,0 +1,153 @@
+import { z } from "zod";
+
+/**
+ * Every setting Hourglass reads from the environment, validated in one place.
+ *
+ * Endpoints for DynamoDB and SQS are deliberately absent: the AWS SDK reads
+ * `AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_DYNAMODB` and `AWS_ENDPOINT_URL_SQS` itself, so the same
+ * build talks to AWS, LocalStack or the embedded stand-ins without a code change.
+ */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    readonly reason: string,
+  ) {
+    super(`${variable}: ${reason}`);
+    this.name = "ConfigError";
+  }
+}
+
+const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+export type Mode = "local" | "aws";
+
+/** Defaults that differ between a laptop and AWS: a laptop ticks every second, AWS every minute. */
+const modeDefaults: Record<Mode, { tickMs: number; lookAheadSeconds: number; allowPrivate: boolean }> = {
+  local: { tickMs: 1_000, lookAheadSeconds: 5, allowPrivate: true },
+  aws: { tickMs: 60_000, lookAheadSeconds: 120, allowPrivate: false },
+};
+
+const schema = z.object({
+  HOURGLASS_MODE: z.enum(["local", "aws"]).optional(),
+  HOURGLASS_REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
+  HOURGLASS_REDIS_CLUSTER: bool.default(false),
+  HOURGLASS_KEY_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9_-]{1,16}$/, "lowercase letters, digits, _ or -, at most 16")
+    .default("hg"),
+  HOURGLASS_SHARDS: int(1, 1024).default(16),
+  HOURGLASS_SHARD_GROUPS: int(1, 1024).default(4),
+  HOURGLASS_EVENTS_TABLE: z.string().min(3).default("hourglass-events"),
+  HOURGLASS_LEASES_TABLE: z.string().min(3).default("hourglass-leases"),
+  HOURGLASS_QUEUE_URL: z.string().url().optional(),
+  HOURGLASS_QUEUE_NAME: z.string().min(1).default("hourglass-work"),
+  HOURGLASS_TICK_MS: int(50, 300_000).optional(),
+  HOURGLASS_LOOKAHEAD_SECONDS: int(0, 900).optional(),
+  HOURGLASS_CLAIM_BATCH: int(1, 5_000).default(500),
+  HOURGLASS_DISPATCH_LEASE_SECONDS: int(10, 43_200).default(300),
+  HOURGLASS_HANDLER_TIMEOUT_SECONDS: int(1, 900).default(30),
+  HOURGLASS_MAX_ATTEMPTS: int(1, 100).default(5),
+  HOURGLASS_BACKOFF_BASE_MS: int(10, 3_600_000).default(1_000),
+  HOURGLASS_BACKOFF_MAX_MS: int(100, 86_400_000).default(3_600_000),
+  HOURGLASS_RETENTION_DAYS: int(1, 3_650).default(30),
+  HOURGLASS_HORIZON_DAYS: int(1, 3_650).default(366),
+  HOURGLASS_RECOVERY_GRACE_SECONDS: int(1, 86_400).default(120),
+  HOURGLASS_RECOVERY_EVERY_SECONDS: int(1, 86_400).default(60),
+  HOURGLASS_JOURNAL: bool.default(true),
+  HOURGLASS_WEBHOOK_ALLOW_PRIVATE: bool.optional(),
+  HOURGLASS_WEBHOOK_SECRET: z.string().min(16).optional(),
+  HOURGLASS_WEBHOOK_TIMEOUT_MS: int(100, 900_000).default(10_000),
+  LOG_LEVEL: z.enum(["DEBUG", "INFO", "WARN", "ERROR", "SILENT"]).default("INFO"),
+  PORT: int(0, 65_535).default(3000),
+});
+
+export interface HourglassConfig {
+  readonly mode: Mode;
+  readonly redis: { readonly url: string; readonly cluster: boolean };
+  readonly keyPrefix: string;
+  readonly shards: number;
+  /** Dispatchers lease shards in this many groups, so several can share the work. */
+  readonly shardGroups: number;
+  readonly tables: { readonly events: string; readonly leases: string };
+  readonly queue: { readonly url: string | undefined; readonly name: string };
+  readonly tickMs: number;
+  readonly lookAheadMs: number;
+  readonly claimBatch: number;
+  readonly dispatchLeaseMs: number;
+  readonly handlerTimeoutMs: number;
+  readonly retry: { readonly maxAttempts: number; readonly baseMs: number; readonly maxMs: number };
+  readonly retentionSeconds: number;
+  readonly horizonMs: number;
+  readonly recovery: { readonly graceMs: number; readonly everyMs: number };
+  readonly journal: boolean;
+  readonly webhook: {
+    readonly allowPrivate: boolean;
+    readonly secret: string | undefined;
+    readonly timeoutMs: number;
+  };
+  readonly logLevel: "DEBUG" | "INFO" | "WARN" | "ERROR" | "SILENT";
+  readonly port: number;
+}
+
+/** The secret that signs webhooks in local mode when none is configured; AWS mode requires one. */
+export const LOCAL_WEBHOOK_SECRET = "hourglass-local-development-secret";
+
+/**
+ * Reads and validates the configuration. A bad or missing value fails with the variable's name.
+ * `overrides` lets tests and the local runner set values without touching `process.env`.
+ */
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  overrides: Partial<Record<keyof z.input<typeof schema>, string>> = {},
+): HourglassConfig {
+  const merged: Record<string, string | undefined> = { ...env, ...overrides };
+  for (const key of Object.keys(merged)) if (merged[key] === "") merged[key] = undefined;
+  const parsed = schema.safeParse(merged);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(String(issue.path[0] ?? "environment"), issue.message);
+  }
+  const e = parsed.data;
+  const mode: Mode = e.HOURGLASS_MODE ?? (env.AWS_LAMBDA_FUNCTION_NAME ? "aws" : "local");
+  const defaults = modeDefaults[mode];
+  if (mode === "aws" && !e.HOURGLASS_WEBHOOK_SECRET) {
+    throw new ConfigError("HOURGLASS_WEBHOOK_SECRET", "required in aws mode (16 characters or more)");
+  }
+  if (e.HOURGLASS_BACKOFF_MAX_MS < e.HOURGLASS_BACKOFF_BASE_MS) {
+    throw new ConfigError("HOURGLASS_BACKOFF_MAX_MS", "must be at least HOURGLASS_BACKOFF_BASE_MS");
+  }
+  return {
+    mode,
+    redis: { url: e.HOURGLASS_REDIS_URL, cluster: e.HOURGLASS_REDIS_CLUSTER },
+    keyPrefix: e.HOURGLASS_KEY_PREFIX,
+    shards: e.HOURGLASS_SHARDS,
+    shardGroups: Math.min(e.HOURGLASS_SHARD_GROUPS, e.HOURGLASS_SHARDS),
+    tables: { events: e.HOURGLASS_EVENTS_TABLE, leases: e.HOURGLASS_LEASES_TABLE },
+    queue: { url: e.HOURGLASS_QUEUE_URL, name: e.HOURGLASS_QUEUE_NAME },
+    tickMs: e.HOURGLASS_TICK_MS ?? defaults.tickMs,
+    lookAheadMs: (e.HOURGLASS_LOOKAHEAD_SECONDS ?? defaults.lookAheadSeconds) * 1000,
+    claimBatch: e.HOURGLASS_CLAIM_BATCH,
+    dispatchLeaseMs: e.HOURGLASS_DISPATCH_LEASE_SECONDS * 1000,
+    handlerTimeoutMs: e.HOURGLASS_HANDLER_TIMEOUT_SECONDS * 1000,
+    retry: {
+      maxAttempts: e.HOURGLASS_MAX_ATTEMPTS,
+      baseMs: e.HOURGLASS_BACKOFF_BASE_MS,
+      maxMs: e.HOURGLASS_BACKOFF_MAX_MS,
+    },
+    retentionSeconds: e.HOURGLASS_RETENTION_DAYS * 86_400,
+    horizonMs: e.HOURGLASS_HORIZON_DAYS * 86_400_000,
+    recovery: {
+      graceMs: e.HOURGLASS_RECOVERY_GRACE_SECONDS * 1000,
+      everyMs: e.HOURGLASS_RECOVERY_EVERY_SECONDS * 1000,
+    },
+    journal: e.HOURGLASS_JOURNAL,
+    webhook: {
+      allowPrivate: e.HOURGLASS_WEBHOOK_ALLOW_PRIVATE ?? defaults.allowPrivate,
+      secret: e.HOURGLASS_WEBHOOK_SECRET ?? (mode === "local" ? LOCAL_WEBHOOK_SECRET : undefined),
+      timeoutMs: e.HOURGLASS_WEBHOOK_TIMEOUT_MS,
+    },
+    logLevel: e.LOG_LEVEL,
+    port: e.PORT,
+  };
+}

@@ -1,0 +1,29 @@
+/** The integer codes the Lua scripts return. Each script's header lists which ones it can. */
+export enum ScriptCode {
+  OK = 0,
+  SCHEDULED = 1,
+  DISPATCHED = 2,
+  EXISTS = 3,
+  NOT_FOUND = 4,
+  STALE = 5,
+  DUPLICATE = 6,
+  EARLY = 7,
+  CONFLICT = 8,
+  EPOCH_MISSING = 9,
+  RESTORED = 10,
+  PRESENT = 11,
+}
+
+/** Statuses as the index stores them. The journal adds `succeeded` and `cancelled`. */
+export type LiveStatus = "scheduled" | "dispatched" | "running" | "retrying" | "dead";
+export type EventStatus = LiveStatus | "succeeded" | "cancelled";
+
+export const EVENT_STATUSES: readonly EventStatus[] = [
+  "scheduled",
+  "dispatched",
+  "running",
+  "succeeded",
+  "retrying",
+  "dead",
+  "cancelled",
+];

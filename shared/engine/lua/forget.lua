@@ -1,0 +1,25 @@
+--[[
+  Removes an event from the index whatever its state, when the durable journal says it already
+  finished (for example a worker crashed between the journal write and the ack).
+
+  KEYS[1] due   KEYS[2] leased   KEYS[3] dead   KEYS[4] body   KEYS[5] meta   KEYS[6] stats
+  ARGV[1] member   ARGV[2] final status for the counters ("succeeded"|"cancelled"|"dead")
+
+  Returns: {0, previous status} OK, {4} NOT_FOUND
+]]
+-- @include state
+
+local member = ARGV[1]
+local body = redis.call("HGET", KEYS[4], member)
+if not body then
+  return {4}
+end
+local status = readMeta(KEYS[5], member, 0)
+
+redis.call("ZREM", KEYS[1], member)
+redis.call("ZREM", KEYS[2], member)
+redis.call("ZREM", KEYS[3], member)
+redis.call("HDEL", KEYS[4], member)
+redis.call("HDEL", KEYS[5], member)
+bumpStats(KEYS[6], member, body, status, ARGV[2])
+return {0, status}

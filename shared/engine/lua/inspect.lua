@@ -1,0 +1,20 @@
+--[[
+  Reads one event's live state atomically (its meta and the score that goes with its status).
+
+  KEYS[1] due   KEYS[2] leased   KEYS[3] body   KEYS[4] meta
+  ARGV[1] member
+
+  Returns:
+    {0, status, attempt, gen, runAt, body}   OK
+    {4}                                      NOT_FOUND
+]]
+-- @include state
+
+local member = ARGV[1]
+local body = redis.call("HGET", KEYS[3], member)
+if not body then
+  return {4}
+end
+local dueScore = redis.call("ZSCORE", KEYS[1], member)
+local status, attempt, gen, runAt = readMeta(KEYS[4], member, tonumber(dueScore or 0))
+return {0, status, attempt, gen, runAt, body}

@@ -1,0 +1,37 @@
+--[[
+  Indexes new events in one shard. An event due before `dispatchUntil` is claimed on the spot
+  (leased, gen 1), so the caller can send it to the queue without waiting for the next tick.
+
+  KEYS[1] due   KEYS[2] leased   KEYS[3] body   KEYS[4] meta   KEYS[5] stats
+  ARGV[1] now (ms)   ARGV[2] dispatchUntil (ms)   ARGV[3] dispatch lease (ms)
+  ARGV[4..] triples: member, runAt (ms), body
+
+  Returns one code per event, in order:
+    1 SCHEDULED   waiting in `due`
+    2 DISPATCHED  leased with gen 1; the caller must send it
+    3 EXISTS      already indexed (idempotent repeat); nothing changed
+]]
+-- @include state
+
+local now = tonumber(ARGV[1])
+local dispatchUntil = tonumber(ARGV[2])
+local leaseMs = tonumber(ARGV[3])
+local codes = {}
+
+for i = 4, #ARGV, 3 do
+  local member, runAt, body = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
+  if redis.call("HSETNX", KEYS[3], member, body) == 0 then
+    codes[#codes + 1] = 3
+  elseif runAt <= dispatchUntil then
+    writeMeta(KEYS[4], member, "dispatched", 0, 1, runAt)
+    redis.call("ZADD", KEYS[2], math.max(runAt, now) + leaseMs, member)
+    bumpStats(KEYS[5], member, body, false, "dispatched")
+    codes[#codes + 1] = 2
+  else
+    redis.call("ZADD", KEYS[1], runAt, member)
+    bumpStats(KEYS[5], member, body, false, "scheduled")
+    codes[#codes + 1] = 1
+  end
+end
+
+return codes

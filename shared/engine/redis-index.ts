@@ -1,0 +1,349 @@
+import type { DispatchMessage } from "../events/model.ts";
+import { type LiveStatus, ScriptCode } from "./codes.ts";
+import { IndexCorruptError } from "./errors.ts";
+import { type ShardKeys, shardKeys, shardOf } from "./keys.ts";
+import { type RedisClient, runScript } from "./scripts.ts";
+
+export interface IndexEntry {
+  readonly member: string;
+  readonly runAt: number;
+  readonly body: string;
+}
+
+export interface RestoreEntry extends IndexEntry {
+  readonly attempt: number;
+  readonly status: "scheduled" | "retrying" | "dead";
+}
+
+export type ClaimResult =
+  | { readonly epochMissing: true }
+  | { readonly epochMissing: false; readonly claimed: (DispatchMessage & { redelivered: boolean })[] };
+
+export type StartResult =
+  | { readonly code: ScriptCode.OK; readonly attempt: number; readonly body: string }
+  | { readonly code: ScriptCode.NOT_FOUND | ScriptCode.DUPLICATE }
+  | { readonly code: ScriptCode.STALE; readonly status: LiveStatus }
+  | { readonly code: ScriptCode.EARLY; readonly runAt: number };
+
+export type TransitionResult =
+  | { readonly code: ScriptCode.OK; readonly previous?: LiveStatus }
+  | { readonly code: ScriptCode.NOT_FOUND }
+  | { readonly code: ScriptCode.STALE | ScriptCode.CONFLICT; readonly status: LiveStatus };
+
+export type RescheduleResult =
+  | { readonly code: ScriptCode.SCHEDULED | ScriptCode.NOT_FOUND }
+  | { readonly code: ScriptCode.DISPATCHED; readonly attempt: number; readonly gen: number }
+  | { readonly code: ScriptCode.CONFLICT; readonly status: LiveStatus };
+
+export interface LiveState {
+  readonly status: LiveStatus;
+  readonly attempt: number;
+  readonly gen: number;
+  readonly runAt: number;
+  readonly body: string;
+}
+
+export interface ShardStats {
+  readonly counters: Record<string, number>;
+  readonly due: number;
+  readonly leased: number;
+  readonly dead: number;
+  readonly oldestDue: number | undefined;
+  readonly oldestLeaseDeadline: number | undefined;
+}
+
+type Reply = (string | number)[];
+
+/**
+ * The Redis time index: typed calls to the Lua scripts, one shard at a time. It knows nothing of
+ * DynamoDB or SQS; the dispatcher, worker and event service compose it with those.
+ */
+export class RedisIndex {
+  constructor(
+    readonly client: RedisClient,
+    readonly prefix: string,
+    readonly shards: number,
+  ) {}
+
+  shardOf(member: string): number {
+    return shardOf(member, this.shards);
+  }
+
+  keys(shard: number): ShardKeys {
+    return shardKeys(this.prefix, shard);
+  }
+
+  /** Indexes events of any shards; one script call per shard. Codes come back in input order. */
+  async schedule(
+    entries: readonly IndexEntry[],
+    now: number,
+    dispatchUntil: number,
+    leaseMs: number,
+  ): Promise<ScriptCode[]> {
+    const byShard = this.groupByShard(entries);
+    const codes: ScriptCode[] = new Array(entries.length);
+    await Promise.all(
+      [...byShard].map(async ([shard, items]) => {
+        const k = this.keys(shard);
+        const args: (string | number)[] = [now, dispatchUntil, leaseMs];
+        for (const { entry } of items) args.push(entry.member, entry.runAt, entry.body);
+        const reply = (await runScript(
+          this.client,
+          "schedule",
+          [k.due, k.leased, k.body, k.meta, k.stats],
+          args,
+        )) as number[];
+        items.forEach(({ index }, i) => {
+          codes[index] = reply[i] as ScriptCode;
+        });
+      }),
+    );
+    return codes;
+  }
+
+  async claim(shard: number, now: number, dueUntil: number, limit: number, leaseMs: number) {
+    const k = this.keys(shard);
+    const reply = (await runScript(
+      this.client,
+      "claim",
+      [k.due, k.leased, k.body, k.meta, k.stats, k.epoch],
+      [now, dueUntil, limit, leaseMs],
+    )) as Reply;
+    if (reply[0] === ScriptCode.EPOCH_MISSING) return { epochMissing: true } as ClaimResult;
+    const claimed: (DispatchMessage & { redelivered: boolean })[] = [];
+    for (let i = 1; i < reply.length; i += 5) {
+      claimed.push({
+        member: String(reply[i]),
+        shard,
+        runAt: Number(reply[i + 1]),
+        attempt: Number(reply[i + 2]),
+        gen: Number(reply[i + 3]),
+        redelivered: reply[i + 4] === 1,
+      });
+    }
+    return { epochMissing: false, claimed } as ClaimResult;
+  }
+
+  async start(message: DispatchMessage, now: number, leaseMs: number): Promise<StartResult> {
+    const k = this.keys(message.shard);
+    const reply = (await runScript(
+      this.client,
+      "start",
+      [k.leased, k.body, k.meta, k.stats],
+      [message.member, message.gen, now, leaseMs],
+    )) as Reply;
+    switch (reply[0]) {
+      case ScriptCode.OK:
+        return { code: ScriptCode.OK, attempt: Number(reply[1]), body: String(reply[2]) };
+      case ScriptCode.STALE:
+        return { code: ScriptCode.STALE, status: reply[1] as LiveStatus };
+      case ScriptCode.EARLY:
+        return { code: ScriptCode.EARLY, runAt: Number(reply[1]) };
+      case ScriptCode.NOT_FOUND:
+      case ScriptCode.DUPLICATE:
+        return { code: reply[0] };
+      default:
+        throw new IndexCorruptError("start", reply);
+    }
+  }
+
+  async ack(message: DispatchMessage): Promise<TransitionResult> {
+    const k = this.keys(message.shard);
+    return transition(
+      "ack",
+      await runScript(this.client, "ack", [k.leased, k.body, k.meta, k.stats], [message.member, message.gen]),
+    );
+  }
+
+  async retry(message: DispatchMessage, nextRunAt: number): Promise<TransitionResult> {
+    const k = this.keys(message.shard);
+    return transition(
+      "retry",
+      await runScript(
+        this.client,
+        "retry",
+        [k.due, k.leased, k.body, k.meta, k.stats],
+        [message.member, message.gen, nextRunAt],
+      ),
+    );
+  }
+
+  async bury(message: DispatchMessage, now: number): Promise<TransitionResult> {
+    const k = this.keys(message.shard);
+    return transition(
+      "bury",
+      await runScript(
+        this.client,
+        "bury",
+        [k.leased, k.dead, k.body, k.meta, k.stats],
+        [message.member, message.gen, now],
+      ),
+    );
+  }
+
+  async cancel(member: string): Promise<TransitionResult> {
+    const k = this.keys(this.shardOf(member));
+    return transition(
+      "cancel",
+      await runScript(this.client, "cancel", [k.due, k.leased, k.dead, k.body, k.meta, k.stats], [member]),
+    );
+  }
+
+  async reschedule(
+    member: string,
+    runAt: number,
+    now: number,
+    dispatchUntil: number,
+    leaseMs: number,
+  ): Promise<RescheduleResult> {
+    const k = this.keys(this.shardOf(member));
+    const reply = (await runScript(
+      this.client,
+      "reschedule",
+      [k.due, k.leased, k.body, k.meta, k.stats],
+      [member, runAt, now, dispatchUntil, leaseMs],
+    )) as Reply;
+    switch (reply[0]) {
+      case ScriptCode.SCHEDULED:
+      case ScriptCode.NOT_FOUND:
+        return { code: reply[0] };
+      case ScriptCode.DISPATCHED:
+        return { code: ScriptCode.DISPATCHED, attempt: Number(reply[1]), gen: Number(reply[2]) };
+      case ScriptCode.CONFLICT:
+        return { code: ScriptCode.CONFLICT, status: reply[1] as LiveStatus };
+      default:
+        throw new IndexCorruptError("reschedule", reply);
+    }
+  }
+
+  async revive(member: string, runAt: number): Promise<TransitionResult> {
+    const k = this.keys(this.shardOf(member));
+    return transition(
+      "revive",
+      await runScript(this.client, "revive", [k.due, k.dead, k.body, k.meta, k.stats], [member, runAt]),
+    );
+  }
+
+  async forget(member: string, finalStatus: "succeeded" | "cancelled" | "dead"): Promise<TransitionResult> {
+    const k = this.keys(this.shardOf(member));
+    return transition(
+      "forget",
+      await runScript(
+        this.client,
+        "forget",
+        [k.due, k.leased, k.dead, k.body, k.meta, k.stats],
+        [member, finalStatus],
+      ),
+    );
+  }
+
+  /** Re-indexes events the journal holds; those the index already knows are left alone. */
+  async restore(entries: readonly RestoreEntry[], now: number): Promise<ScriptCode[]> {
+    const byShard = this.groupByShard(entries);
+    const codes: ScriptCode[] = new Array(entries.length);
+    await Promise.all(
+      [...byShard].map(async ([shard, items]) => {
+        const k = this.keys(shard);
+        const args: (string | number)[] = [now];
+        for (const { entry } of items)
+          args.push(entry.member, entry.runAt, entry.body, entry.attempt, entry.status);
+        const reply = (await runScript(
+          this.client,
+          "restore",
+          [k.due, k.dead, k.body, k.meta, k.stats],
+          args,
+        )) as number[];
+        items.forEach(({ index }, i) => {
+          codes[index] = reply[i] as ScriptCode;
+        });
+      }),
+    );
+    return codes;
+  }
+
+  async inspect(member: string): Promise<LiveState | undefined> {
+    const k = this.keys(this.shardOf(member));
+    const reply = (await runScript(
+      this.client,
+      "inspect",
+      [k.due, k.leased, k.body, k.meta],
+      [member],
+    )) as Reply;
+    if (reply[0] === ScriptCode.NOT_FOUND) return undefined;
+    return {
+      status: reply[1] as LiveStatus,
+      attempt: Number(reply[2]),
+      gen: Number(reply[3]),
+      runAt: Number(reply[4]),
+      body: String(reply[5]),
+    };
+  }
+
+  async hasEpoch(shard: number): Promise<boolean> {
+    return (await this.client.exists(this.keys(shard).epoch)) === 1;
+  }
+
+  async setEpoch(shard: number, value: string): Promise<void> {
+    await this.client.set(this.keys(shard).epoch, value);
+  }
+
+  /** Counters and sizes of one shard, read in one pipeline (one slot, so it works on a cluster). */
+  async shardStats(shard: number): Promise<ShardStats> {
+    const k = this.keys(shard);
+    const results = await this.client
+      .pipeline()
+      .hgetall(k.stats)
+      .zcard(k.due)
+      .zcard(k.leased)
+      .zcard(k.dead)
+      .zrange(k.due, 0, 0, "WITHSCORES")
+      .zrange(k.leased, 0, 0, "WITHSCORES")
+      .exec();
+    if (!results) throw new IndexCorruptError("shardStats", []);
+    for (const [error] of results) if (error) throw error;
+    const value = (i: number) => results[i]![1];
+    const counters: Record<string, number> = {};
+    for (const [field, count] of Object.entries(value(0) as Record<string, string>))
+      counters[field] = Number(count);
+    const first = (i: number) => {
+      const pair = value(i) as string[];
+      return pair.length === 2 ? Number(pair[1]) : undefined;
+    };
+    return {
+      counters,
+      due: Number(value(1)),
+      leased: Number(value(2)),
+      dead: Number(value(3)),
+      oldestDue: first(4),
+      oldestLeaseDeadline: first(5),
+    };
+  }
+
+  private groupByShard<T extends { member: string }>(entries: readonly T[]) {
+    const byShard = new Map<number, { entry: T; index: number }[]>();
+    entries.forEach((entry, index) => {
+      const shard = this.shardOf(entry.member);
+      const list = byShard.get(shard);
+      if (list) list.push({ entry, index });
+      else byShard.set(shard, [{ entry, index }]);
+    });
+    return byShard;
+  }
+}
+
+function transition(script: string, raw: unknown): TransitionResult {
+  const reply = raw as Reply;
+  switch (reply[0]) {
+    case ScriptCode.OK:
+      return reply.length > 1
+        ? { code: ScriptCode.OK, previous: reply[1] as LiveStatus }
+        : { code: ScriptCode.OK };
+    case ScriptCode.NOT_FOUND:
+      return { code: ScriptCode.NOT_FOUND };
+    case ScriptCode.STALE:
+    case ScriptCode.CONFLICT:
+      return { code: reply[0], status: reply[1] as LiveStatus };
+    default:
+      throw new IndexCorruptError(script, reply);
+  }
+}

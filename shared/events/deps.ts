@@ -1,0 +1,61 @@
+import type { HourglassConfig } from "../config.ts";
+import { decodeBody, encodeBody } from "../engine/body.ts";
+import { memberOf } from "../engine/keys.ts";
+import type { LiveState, RedisIndex, RestoreEntry } from "../engine/redis-index.ts";
+import type { HandlerRegistry } from "../handlers/registry.ts";
+import type { JournalItem } from "../journal/item.ts";
+import type { EventJournal } from "../journal/journal.ts";
+import type { Logger } from "../logger.ts";
+import type { Transport } from "../transport/transport.ts";
+import type { EventView } from "./model.ts";
+
+/** What the event service, dispatcher and worker are built from. */
+export interface EngineDeps {
+  readonly config: HourglassConfig;
+  readonly index: RedisIndex;
+  /** Absent only in the engine-only benchmark mode (HOURGLASS_JOURNAL=false). */
+  readonly journal: EventJournal | undefined;
+  readonly transport: Transport;
+  readonly registry: HandlerRegistry;
+  readonly logger: Logger;
+  /** Epoch ms. Injected so tests can steer time. */
+  readonly clock: () => number;
+}
+
+/** The index entry that re-creates a journal item's pending state. */
+export function restoreEntryOf(item: JournalItem): RestoreEntry {
+  return {
+    member: memberOf(item.tenant, item.id),
+    runAt: item.runAt,
+    body: encodeBody({
+      type: item.type,
+      payload: JSON.parse(item.payload) as unknown,
+      maxAttempts: item.maxAttempts,
+      backoff: item.backoff,
+    }),
+    attempt: item.attempts,
+    status: item.status === "dead" ? "dead" : item.status === "retrying" ? "retrying" : "scheduled",
+  };
+}
+
+/** The journal's view, with the index's live status, attempt and time laid over it. */
+export function overlay(view: EventView, live: LiveState | undefined): EventView {
+  if (!live) return view;
+  return { ...view, status: live.status, attempts: live.attempt, runAt: live.runAt };
+}
+
+/** A view built from the index alone (engine-only mode). */
+export function viewFromIndex(id: string, live: LiveState, defaultMaxAttempts: number): EventView {
+  const body = decodeBody(live.body);
+  return {
+    id,
+    type: body.type,
+    status: live.status,
+    runAt: live.runAt,
+    attempts: live.attempt,
+    maxAttempts: body.maxAttempts ?? defaultMaxAttempts,
+    payload: body.payload,
+    createdAt: 0,
+    updatedAt: 0,
+  };
+}

@@ -1,0 +1,198 @@
+import { ScriptCode } from "../engine/codes.ts";
+import { parseMember } from "../engine/keys.ts";
+import type { DispatchLeases } from "../journal/dispatch-lease.ts";
+import { journalKey, TERMINAL_STATUSES } from "../journal/item.ts";
+import { type EngineDeps, restoreEntryOf } from "./deps.ts";
+import type { DispatchMessage } from "./model.ts";
+
+export interface TickReport {
+  claimed: number;
+  sent: number;
+  failed: number;
+  /** Redelivered leases the journal says had already finished: dropped from the index instead. */
+  forgotten: number;
+  /** Events re-indexed from the journal by the recovery sweep or a rebuild. */
+  restored: number;
+  rebuiltShards: number[];
+  skippedGroups: number;
+}
+
+/**
+ * Moves events that are almost due from the Redis index to the queue. Each pass claims per shard
+ * (atomic Lua, O(log N + M)), sends what it claimed, and repeats until nothing is due or the time
+ * budget is spent. Every so often it also sweeps the journal for events the index lost, and it
+ * rebuilds a shard whose epoch marker is gone.
+ */
+export class Dispatcher {
+  constructor(
+    private readonly deps: EngineDeps,
+    private readonly leases: DispatchLeases | undefined,
+  ) {}
+
+  async tick(budgetMs: number): Promise<TickReport> {
+    const { clock, config } = this.deps;
+    const deadline = clock() + budgetMs;
+    const report: TickReport = {
+      claimed: 0,
+      sent: 0,
+      failed: 0,
+      forgotten: 0,
+      restored: 0,
+      rebuiltShards: [],
+      skippedGroups: 0,
+    };
+    await Promise.all(
+      this.groups().map(async (shards, group) => {
+        if (this.leases && !(await this.leases.acquire(group, budgetMs + 10_000, clock()))) {
+          report.skippedGroups++;
+          return;
+        }
+        try {
+          await Promise.all(shards.map((shard) => this.drain(shard, deadline, report)));
+        } finally {
+          await this.leases?.release(group);
+        }
+      }),
+    );
+    if (await this.recoveryDue()) report.restored += await this.recover();
+    if (report.claimed > 0 || report.failed > 0 || report.restored > 0) {
+      this.deps.logger.info("dispatched", {
+        claimed: report.claimed,
+        sent: report.sent,
+        failed: report.failed || undefined,
+        forgotten: report.forgotten || undefined,
+        restored: report.restored || undefined,
+        lookAheadMs: config.lookAheadMs,
+      });
+    }
+    return report;
+  }
+
+  private groups(): number[][] {
+    const { shards, shardGroups } = this.deps.config;
+    const groups: number[][] = Array.from({ length: shardGroups }, () => []);
+    for (let shard = 0; shard < shards; shard++) groups[shard % shardGroups]!.push(shard);
+    return groups;
+  }
+
+  private async drain(shard: number, deadline: number, report: TickReport): Promise<void> {
+    const { index, clock, config } = this.deps;
+    while (clock() < deadline) {
+      const now = clock();
+      const result = await index.claim(
+        shard,
+        now,
+        now + config.lookAheadMs,
+        config.claimBatch,
+        config.dispatchLeaseMs,
+      );
+      if (result.epochMissing) {
+        report.restored += await this.rebuild(shard);
+        report.rebuiltShards.push(shard);
+        continue;
+      }
+      if (result.claimed.length === 0) return;
+      report.claimed += result.claimed.length;
+      await this.send(result.claimed, now, report);
+      if (result.claimed.length < config.claimBatch) return;
+    }
+  }
+
+  private async send(
+    claimed: (DispatchMessage & { redelivered: boolean })[],
+    now: number,
+    report: TickReport,
+  ) {
+    let messages: DispatchMessage[] = claimed;
+    const redelivered = claimed.filter((m) => m.redelivered);
+    // A lease that expired may belong to an event that finished while its ack was lost (a crash
+    // between the journal write and the index). The journal is the judge: never run it twice.
+    if (redelivered.length > 0 && this.deps.journal) {
+      const keys = redelivered.map((m) => {
+        const { tenant, id } = parseMember(m.member);
+        return journalKey(tenant, id);
+      });
+      const items = await this.deps.journal.getMany(keys);
+      const finished = new Set<string>();
+      for (const message of redelivered) {
+        const { tenant, id } = parseMember(message.member);
+        const item = items.get(journalKey(tenant, id));
+        if (item && TERMINAL_STATUSES.includes(item.status)) {
+          await this.deps.index.forget(message.member, item.status as "succeeded" | "cancelled" | "dead");
+          finished.add(message.member);
+        }
+      }
+      report.forgotten += finished.size;
+      messages = claimed.filter((m) => !finished.has(m.member));
+    }
+    if (messages.length === 0) return;
+    const result = await this.deps.transport.send(messages, now);
+    report.sent += result.sent;
+    report.failed += result.failed.length;
+    for (const { message, reason } of result.failed) {
+      this.deps.logger.warn("send failed; will redispatch when the lease expires", {
+        event: message.member,
+        reason,
+      });
+    }
+  }
+
+  /** One dispatcher per period does the sweep; a Redis key with a TTL elects it (not an index key). */
+  private async recoveryDue(): Promise<boolean> {
+    if (!this.deps.journal) return false;
+    const { index, config } = this.deps;
+    const won = await index.client.set(
+      `${config.keyPrefix}:recovery-throttle`,
+      "1",
+      "PX",
+      config.recovery.everyMs,
+      "NX",
+    );
+    return won === "OK";
+  }
+
+  /**
+   * Re-indexes pending events that are overdue by more than the grace period and that the index
+   * does not know. The sparse `pending` index makes this a query per shard, not a scan.
+   */
+  async recover(): Promise<number> {
+    const journal = this.deps.journal;
+    if (!journal) return 0;
+    const { clock, config, index } = this.deps;
+    let restored = 0;
+    for (let shard = 0; shard < config.shards; shard++) {
+      let cursor: string | undefined;
+      do {
+        const page = await journal.pending(shard, clock() - config.recovery.graceMs, 500, cursor);
+        if (page.items.length > 0) {
+          const codes = await index.restore(page.items.map(restoreEntryOf), clock());
+          const count = codes.filter((c) => c === ScriptCode.RESTORED).length;
+          if (count > 0) this.deps.logger.warn("recovered events missing from the index", { shard, count });
+          restored += count;
+        }
+        cursor = page.cursor;
+      } while (cursor);
+    }
+    return restored;
+  }
+
+  /** Rebuilds one shard's index from the journal after Redis lost its data, then marks it complete. */
+  async rebuild(shard: number): Promise<number> {
+    const { journal, index, clock, logger } = this.deps;
+    let restored = 0;
+    if (journal) {
+      let cursor: string | undefined;
+      do {
+        const page = await journal.pending(shard, undefined, 500, cursor);
+        if (page.items.length > 0) {
+          const codes = await index.restore(page.items.map(restoreEntryOf), clock());
+          restored += codes.filter((c) => c === ScriptCode.RESTORED).length;
+        }
+        cursor = page.cursor;
+      } while (cursor);
+    }
+    await index.setEpoch(shard, String(clock()));
+    if (restored > 0) logger.warn("rebuilt shard from the journal", { shard, restored });
+    return restored;
+  }
+}

@@ -1,0 +1,60 @@
+import type { EventStatus } from "../engine/codes.ts";
+
+export type { EventStatus } from "../engine/codes.ts";
+
+/** How the delay between attempts grows. Full jitter is always applied on top. */
+export interface BackoffPolicy {
+  readonly strategy: "exponential" | "fixed";
+  /** First delay (exponential) or every delay (fixed), in ms. */
+  readonly delayMs: number;
+  /** Upper bound for one delay, in ms. */
+  readonly maxDelayMs?: number | undefined;
+}
+
+/** An event as accepted by the engine, after validation and before it is stored. */
+export interface NewEvent {
+  readonly tenant: string;
+  readonly id: string;
+  readonly type: string;
+  readonly payload: unknown;
+  /** Epoch ms. */
+  readonly runAt: number;
+  readonly maxAttempts?: number | undefined;
+  readonly backoff?: BackoffPolicy | undefined;
+  /** A hash of what the client asked for; a repeat with another fingerprint is a conflict. */
+  readonly fingerprint: string;
+  readonly createdAt: number;
+}
+
+/** What `get` and `list` return: the durable record overlaid with the index's live state. */
+export interface EventView {
+  readonly id: string;
+  readonly type: string;
+  readonly status: EventStatus;
+  readonly runAt: number;
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  readonly lastError?: string | undefined;
+  readonly payload: unknown;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+/** The message a dispatcher sends and a worker receives. Small on purpose: the body stays in Redis. */
+export interface DispatchMessage {
+  /** `tenant/id`. */
+  readonly member: string;
+  readonly shard: number;
+  readonly gen: number;
+  /** Epoch ms; the worker never starts the handler before it. */
+  readonly runAt: number;
+  /** Attempts made before this dispatch. */
+  readonly attempt: number;
+}
+
+export type ScheduleOutcome = "created" | "existing";
+
+export interface ScheduleResult {
+  readonly outcome: ScheduleOutcome;
+  readonly event: EventView;
+}

@@ -1,0 +1,47 @@
+import { z } from "zod";
+
+/** Client ids: 1 to 128 characters from [A-Za-z0-9._:-]. */
+export const EVENT_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Tenants never contain `/` or `#`: both are separators in keys. */
+export const TENANT = /^[A-Za-z0-9_-]{1,64}$/;
+export const EVENT_TYPE = /^[a-z][a-z0-9._-]{0,63}$/;
+
+export const backoffSchema = z
+  .object({
+    strategy: z.enum(["exponential", "fixed"]).default("exponential"),
+    delayMs: z.number().int().min(10).max(86_400_000),
+    maxDelayMs: z.number().int().min(10).max(86_400_000).optional(),
+  })
+  .strict();
+
+/** One event as a client schedules it. The engine adds the checks that need configuration. */
+export const scheduleInput = z
+  .object({
+    id: z.string().regex(EVENT_ID, "1 to 128 characters from A-Z a-z 0-9 . _ : -").optional(),
+    type: z.string().regex(EVENT_TYPE, "lowercase, starts with a letter, at most 64 characters"),
+    payload: z.unknown().default(null),
+    runAt: z.iso.datetime({ offset: true }).optional(),
+    delaySeconds: z
+      .number()
+      .min(0)
+      .max(400 * 86_400)
+      .optional(),
+    maxAttempts: z.number().int().min(1).max(100).optional(),
+    backoff: backoffSchema.optional(),
+  })
+  .strict();
+
+export type ScheduleInput = z.input<typeof scheduleInput>;
+
+export const rescheduleInput = z
+  .object({
+    runAt: z.iso.datetime({ offset: true }).optional(),
+    delaySeconds: z
+      .number()
+      .min(0)
+      .max(400 * 86_400)
+      .optional(),
+  })
+  .strict();
+
+export type RescheduleInput = z.input<typeof rescheduleInput>;

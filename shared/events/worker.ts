@@ -1,0 +1,216 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { decodeBody, type EventBody } from "../engine/body.ts";
+import { ScriptCode } from "../engine/codes.ts";
+import { parseMember } from "../engine/keys.ts";
+import { NonRetryableError } from "../handlers/errors.ts";
+import { JournalConditionError } from "../journal/errors.ts";
+import { TERMINAL_STATUSES } from "../journal/item.ts";
+import { backoffDelay } from "./backoff.ts";
+import type { EngineDeps } from "./deps.ts";
+import type { DispatchMessage } from "./model.ts";
+
+export type WorkOutcome = "succeeded" | "retrying" | "dead" | "dropped";
+
+export interface WorkResult {
+  readonly outcome: WorkOutcome;
+  /** Why a message was dropped, or the error of a failed attempt. */
+  readonly reason?: string;
+  readonly attempt?: number;
+  /** How long after runAt the handler started, in ms. Never negative. */
+  readonly lateMs?: number;
+}
+
+export interface WorkerHooks {
+  /** Called as a handler starts; the benchmark measures lateness here. */
+  onStart?(message: DispatchMessage, startedAt: number): void;
+}
+
+/** Extra time on the run lease beyond the handler's timeout, for the ack's own round trips. */
+const RUN_LEASE_MARGIN_MS = 30_000;
+/** Leave this much of the Lambda's time for the journal and index writes after a handler. */
+const DEADLINE_RESERVE_MS = 2_000;
+
+export class HandlerTimeoutError extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`handler did not finish within ${timeoutMs} ms`);
+    this.name = "HandlerTimeoutError";
+  }
+}
+
+/**
+ * Runs one dispatched event: checks that the message is still the current one, waits out any
+ * sub-second remainder (never early), runs the handler, then records the outcome in the journal
+ * and the index. Infrastructure failures are thrown, so the queue redelivers the message; handler
+ * failures are retried by Hourglass itself, with backoff.
+ */
+export class Worker {
+  constructor(
+    private readonly deps: EngineDeps,
+    private readonly hooks: WorkerHooks = {},
+  ) {}
+
+  async process(message: DispatchMessage, deadline = Number.POSITIVE_INFINITY): Promise<WorkResult> {
+    const { clock, config, logger } = this.deps;
+    const runLeaseMs = config.handlerTimeoutMs + RUN_LEASE_MARGIN_MS;
+    let started = await this.startWhenDue(message, message.runAt, runLeaseMs);
+    if (started.code === ScriptCode.EARLY)
+      started = await this.startWhenDue(message, started.runAt, runLeaseMs);
+    if (started.code !== ScriptCode.OK) {
+      const reason = ScriptCode[started.code].toLowerCase();
+      logger.debug("message dropped", { event: message.member, gen: message.gen, reason });
+      return { outcome: "dropped", reason };
+    }
+
+    const startedAt = clock();
+    this.hooks.onStart?.(message, startedAt);
+    const body = decodeBody(started.body);
+    const { tenant, id } = parseMember(message.member);
+    const attempt = started.attempt;
+    const lateMs = startedAt - message.runAt;
+    const maxAttempts = body.maxAttempts ?? config.retry.maxAttempts;
+    logger.info("event running", { id, tenant, type: body.type, attempt, lateMs });
+
+    let failure: unknown;
+    if (attempt > maxAttempts) {
+      // Workers died mid-run on earlier attempts, each counted when it started.
+      failure = new NonRetryableError(`attempts exhausted (${attempt - 1} of ${maxAttempts} already made)`);
+    } else {
+      failure = await this.runHandler(body, { tenant, id, attempt, runAt: message.runAt }, deadline);
+    }
+    const done = { message, tenant, id, attempt, lateMs };
+    return failure === undefined ? this.succeed(done) : this.fail(done, body, maxAttempts, failure);
+  }
+
+  private async startWhenDue(message: DispatchMessage, runAt: number, runLeaseMs: number) {
+    const wait = runAt - this.deps.clock();
+    if (wait > 0) await sleep(wait);
+    return this.deps.index.start(message, this.deps.clock(), runLeaseMs);
+  }
+
+  /** Returns the handler's error, or undefined on success. */
+  private async runHandler(
+    body: EventBody,
+    event: { tenant: string; id: string; attempt: number; runAt: number },
+    deadline: number,
+  ): Promise<unknown> {
+    const { registry, config, clock, logger } = this.deps;
+    const handler = registry.get(body.type);
+    // Retried rather than buried: a deployment that registers the type may be on its way.
+    if (!handler) return new Error(`no handler is registered for type "${body.type}"`);
+    const payload = handler.schema.safeParse(body.payload);
+    if (!payload.success)
+      return new NonRetryableError(`payload rejected by the ${body.type} schema: ${payload.error.message}`);
+    const timeoutMs = Math.max(
+      1,
+      Math.min(
+        handler.options.timeoutMs ?? config.handlerTimeoutMs,
+        deadline - clock() - DEADLINE_RESERVE_MS,
+      ),
+    );
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
+    const aborted = new Promise<never>((_, reject) =>
+      controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true }),
+    );
+    try {
+      await Promise.race([
+        handler.run(payload.data, {
+          id: event.id,
+          tenant: event.tenant,
+          attempt: event.attempt,
+          runAt: new Date(event.runAt),
+          logger,
+          signal: controller.signal,
+        }),
+        aborted,
+      ]);
+      return undefined;
+    } catch (error) {
+      return error ?? new Error("handler threw a falsy value");
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async succeed(done: Done): Promise<WorkResult> {
+    const { journal, index, clock, logger } = this.deps;
+    if (
+      journal &&
+      !(await this.recorded(() => journal.markSucceeded(done.tenant, done.id, done.attempt, clock()), done))
+    ) {
+      return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
+    }
+    const acked = await index.ack(done.message);
+    if (acked.code !== ScriptCode.OK)
+      logger.warn("ack found the event changed", { id: done.id, code: acked.code });
+    logger.info("event succeeded", { id: done.id, tenant: done.tenant, attempt: done.attempt });
+    return { outcome: "succeeded", attempt: done.attempt, lateMs: done.lateMs };
+  }
+
+  private async fail(done: Done, body: EventBody, maxAttempts: number, error: unknown): Promise<WorkResult> {
+    const { journal, index, clock, config, logger } = this.deps;
+    const reason = describe(error);
+    const now = clock();
+    if (!(error instanceof NonRetryableError) && done.attempt < maxAttempts) {
+      const nextRunAt = now + backoffDelay(done.attempt, body.backoff, config.retry);
+      if (
+        journal &&
+        !(await this.recorded(
+          () => journal.markRetrying(done.tenant, done.id, done.attempt, reason, nextRunAt, now),
+          done,
+        ))
+      ) {
+        return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
+      }
+      await index.retry(done.message, nextRunAt);
+      logger.warn("event failed; retrying", {
+        id: done.id,
+        attempt: done.attempt,
+        retryInMs: nextRunAt - now,
+        error: reason,
+      });
+      return { outcome: "retrying", reason, attempt: done.attempt, lateMs: done.lateMs };
+    }
+    if (
+      journal &&
+      !(await this.recorded(() => journal.markDead(done.tenant, done.id, done.attempt, reason, now), done))
+    ) {
+      return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
+    }
+    await index.bury(done.message, now);
+    logger.error("event dead-lettered", { id: done.id, attempt: done.attempt, error: reason });
+    return { outcome: "dead", reason, attempt: done.attempt, lateMs: done.lateMs };
+  }
+
+  /**
+   * Runs a journal transition. False when the journal says the event already finished (a
+   * duplicate run after a lost ack): the index entry is then dropped to match the journal.
+   */
+  private async recorded(write: () => Promise<unknown>, done: Done): Promise<boolean> {
+    try {
+      await write();
+      return true;
+    } catch (error) {
+      if (!(error instanceof JournalConditionError)) throw error;
+      const status = error.existing?.status;
+      if (status && TERMINAL_STATUSES.includes(status)) {
+        await this.deps.index.forget(done.message.member, status as "succeeded" | "cancelled" | "dead");
+        return false;
+      }
+      throw error;
+    }
+  }
+}
+
+interface Done {
+  readonly message: DispatchMessage;
+  readonly tenant: string;
+  readonly id: string;
+  readonly attempt: number;
+  readonly lateMs: number;
+}
+
+function describe(error: unknown): string {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return text.length > 1_000 ? `${text.slice(0, 997)}...` : text;
+}

@@ -1,0 +1,110 @@
+import { randomUUID } from "node:crypto";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { GetQueueUrlCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { createDynamoClient, createSqsClient } from "./aws.ts";
+import { type HourglassConfig, loadConfig } from "./config.ts";
+import { createRedis } from "./engine/redis.ts";
+import { RedisIndex } from "./engine/redis-index.ts";
+import type { RedisClient } from "./engine/scripts.ts";
+import type { EngineDeps } from "./events/deps.ts";
+import { Dispatcher } from "./events/dispatcher.ts";
+import { EventService } from "./events/service.ts";
+import { Worker, type WorkerHooks } from "./events/worker.ts";
+import type { HandlerDefinition } from "./handlers/registry.ts";
+import { HandlerRegistry } from "./handlers/registry.ts";
+import { webhookHandler } from "./handlers/webhook.ts";
+import { DispatchLeases } from "./journal/dispatch-lease.ts";
+import { EventJournal } from "./journal/journal.ts";
+import { createLogger, type Logger } from "./logger.ts";
+import { SqsTransport } from "./transport/sqs.ts";
+import type { Transport } from "./transport/transport.ts";
+
+export interface HourglassOptions {
+  /** @default loadConfig() from the environment */
+  readonly config?: HourglassConfig;
+  /** The user's handlers, next to the built-in ones. */
+  readonly handlers?: readonly HandlerDefinition[];
+  /** @default SQS (the work queue). The in-process transport is for the benchmark. */
+  readonly transport?: (deps: { sqs: SQSClient; queueUrl: string | undefined }) => Transport;
+  readonly logger?: Logger;
+  readonly clock?: () => number;
+  readonly workerHooks?: WorkerHooks;
+  /** Name under which logs are emitted. @default "hourglass" */
+  readonly service?: string;
+}
+
+/** Everything a process needs, built once (at module scope in Lambda) and shared. */
+export interface Hourglass {
+  readonly config: HourglassConfig;
+  readonly logger: Logger;
+  readonly redis: RedisClient;
+  readonly dynamo: DynamoDBClient;
+  readonly sqs: SQSClient;
+  readonly queueUrl: string | undefined;
+  readonly index: RedisIndex;
+  readonly journal: EventJournal | undefined;
+  readonly registry: HandlerRegistry;
+  readonly events: EventService;
+  readonly dispatcher: Dispatcher;
+  readonly worker: Worker;
+  close(): Promise<void>;
+}
+
+export async function createHourglass(options: HourglassOptions = {}): Promise<Hourglass> {
+  const config = options.config ?? loadConfig();
+  const inLambda = Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME);
+  const logger = options.logger ?? createLogger(options.service ?? "hourglass", config.logLevel, inLambda);
+  const redis = createRedis(config.redis.url, config.redis.cluster);
+  const dynamo = createDynamoClient();
+  const sqs = createSqsClient();
+  const needsQueue = !options.transport;
+  const queueUrl =
+    config.queue.url ??
+    (needsQueue
+      ? (await sqs.send(new GetQueueUrlCommand({ QueueName: config.queue.name }))).QueueUrl
+      : undefined);
+  const transport = options.transport
+    ? options.transport({ sqs, queueUrl })
+    : new SqsTransport(sqs, queueUrl!);
+  const registry = new HandlerRegistry([
+    webhookHandler({
+      secret: config.webhook.secret ?? "",
+      allowPrivate: config.webhook.allowPrivate,
+      timeoutMs: config.webhook.timeoutMs,
+    }),
+    ...(options.handlers ?? []),
+  ]);
+  const journal = config.journal
+    ? new EventJournal(dynamo, config.tables.events, config.retentionSeconds)
+    : undefined;
+  const index = new RedisIndex(redis, config.keyPrefix, config.shards);
+  const deps: EngineDeps = {
+    config,
+    index,
+    journal,
+    transport,
+    registry,
+    logger,
+    clock: options.clock ?? Date.now,
+  };
+  const leases = config.journal ? new DispatchLeases(dynamo, config.tables.leases, randomUUID()) : undefined;
+  return {
+    config,
+    logger,
+    redis,
+    dynamo,
+    sqs,
+    queueUrl,
+    index,
+    journal,
+    registry,
+    events: new EventService(deps),
+    dispatcher: new Dispatcher(deps, leases),
+    worker: new Worker(deps, options.workerHooks),
+    async close() {
+      redis.disconnect();
+      dynamo.destroy();
+      sqs.destroy();
+    },
+  };
+}

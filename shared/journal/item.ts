@@ -1,0 +1,84 @@
+import type { BackoffPolicy, EventStatus, EventView, NewEvent } from "../events/model.ts";
+
+/** Journal statuses: the live statuses `dispatched` and `running` exist only in the index. */
+export type JournalStatus = Extract<
+  EventStatus,
+  "scheduled" | "retrying" | "succeeded" | "dead" | "cancelled"
+>;
+
+export const PENDING_STATUSES: readonly JournalStatus[] = ["scheduled", "retrying"];
+export const TERMINAL_STATUSES: readonly JournalStatus[] = ["succeeded", "dead", "cancelled"];
+
+/** One event as DynamoDB stores it. */
+export interface JournalItem {
+  readonly pk: string;
+  readonly tenant: string;
+  readonly id: string;
+  readonly type: string;
+  /** JSON text, so any JSON value round-trips exactly. */
+  readonly payload: string;
+  readonly runAt: number;
+  readonly status: JournalStatus;
+  readonly attempts: number;
+  readonly maxAttempts?: number;
+  readonly backoff?: BackoffPolicy;
+  readonly fingerprint: string;
+  readonly lastError?: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly finishedAt?: number;
+  readonly ckey: string;
+  /** Present only while pending: the sparse `pending` index. */
+  readonly pshard?: string;
+  readonly pdue?: number;
+  /** Present only while dead: the sparse `dead` index. */
+  readonly dtenant?: string;
+  readonly dkey?: string;
+  /** Epoch seconds; DynamoDB deletes the item after it. Set once the event is finished. */
+  readonly ttl?: number;
+}
+
+export function journalKey(tenant: string, id: string): string {
+  return `${tenant}#${id}`;
+}
+
+/** Sorts by creation time, then id; zero-padded so string order is time order. */
+export function creationKey(createdAt: number, id: string): string {
+  return `${String(createdAt).padStart(15, "0")}#${id}`;
+}
+
+export function toJournalItem(event: NewEvent, shard: number): JournalItem {
+  return {
+    pk: journalKey(event.tenant, event.id),
+    tenant: event.tenant,
+    id: event.id,
+    type: event.type,
+    payload: JSON.stringify(event.payload),
+    runAt: event.runAt,
+    status: "scheduled",
+    attempts: 0,
+    ...(event.maxAttempts !== undefined && { maxAttempts: event.maxAttempts }),
+    ...(event.backoff !== undefined && { backoff: event.backoff }),
+    fingerprint: event.fingerprint,
+    createdAt: event.createdAt,
+    updatedAt: event.createdAt,
+    ckey: creationKey(event.createdAt, event.id),
+    pshard: String(shard),
+    pdue: event.runAt,
+  };
+}
+
+export function viewOf(item: JournalItem, defaultMaxAttempts: number): EventView {
+  return {
+    id: item.id,
+    type: item.type,
+    status: item.status,
+    runAt: item.runAt,
+    attempts: item.attempts,
+    maxAttempts: item.maxAttempts ?? defaultMaxAttempts,
+    lastError: item.lastError,
+    payload: JSON.parse(item.payload) as unknown,
+    createdAt: item.createdAt,
+    updatedAt: item.updatedAt,
+  };
+}

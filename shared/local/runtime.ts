@@ -1,0 +1,49 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Hourglass } from "../hourglass.ts";
+import { createSqsBatchHandler } from "../transport/sqs-batch.ts";
+import { QueuePoller } from "./poller.ts";
+
+export interface Runtime {
+  stop(): Promise<void>;
+}
+
+/**
+ * Plays the parts EventBridge Scheduler and Lambda play on AWS: runs the dispatcher every tick and
+ * the worker behind a long-polling consumer of the work queue, through the same handler code.
+ */
+export function startRuntime(
+  hourglass: Hourglass,
+  options: { tickMs?: number; pollers?: number } = {},
+): Runtime {
+  const tickMs = options.tickMs ?? hourglass.config.tickMs;
+  const { logger } = hourglass;
+  let running = true;
+  const dispatching = (async () => {
+    while (running) {
+      const started = Date.now();
+      try {
+        await hourglass.dispatcher.tick(tickMs);
+      } catch (error) {
+        logger.error("dispatcher tick failed", { error });
+      }
+      const rest = tickMs - (Date.now() - started);
+      if (rest > 0 && running) await sleep(rest);
+    }
+  })();
+  const poller = hourglass.queueUrl
+    ? new QueuePoller(
+        hourglass.sqs,
+        hourglass.queueUrl,
+        createSqsBatchHandler(hourglass.worker, logger),
+        logger,
+        options.pollers ?? 4,
+      )
+    : undefined;
+  poller?.start();
+  return {
+    async stop() {
+      running = false;
+      await Promise.all([dispatching, poller?.stop()]);
+    },
+  };
+}

@@ -1,0 +1,226 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdirSync, openSync } from "node:fs";
+import { createConnection } from "node:net";
+import { join, resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
+import { ListQueuesCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { dynamoDbLocalArgs, ensureDynamoDbLocalJar } from "./dynamodb-local.ts";
+import { LocalStackError } from "./errors.ts";
+
+export interface LocalStackOptions {
+  /** @default "redis://127.0.0.1:6379" */
+  readonly redisUrl?: string;
+  /** @default 8000 */
+  readonly dynamoPort?: number;
+  /** @default 4566 (LocalStack's port, so either one answers there) */
+  readonly sqsPort?: number;
+  /** Where data, logs and the DynamoDB Local jar live. @default ".hourglass" */
+  readonly dataDir?: string;
+  /** Where the DynamoDB Local jar is cached. @default ".hourglass/cache" */
+  readonly cacheDir?: string;
+  /** Keep data across restarts (Redis AOF, DynamoDB `-dbPath`). @default true */
+  readonly persist?: boolean;
+  /** Called with one line per service started or reused. */
+  readonly log?: (line: string) => void;
+}
+
+export interface RunningStack {
+  readonly redisUrl: string;
+  readonly dynamoEndpoint: string;
+  readonly sqsEndpoint: string;
+  /** The services this call started (and `stop` will stop); the others were already running. */
+  readonly started: readonly ("redis" | "dynamodb" | "sqs")[];
+  stop(): Promise<void>;
+}
+
+const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
+
+/**
+ * Starts the embedded stand-ins, or reuses any already answering on the configured ports, and waits
+ * until each one answers. `stop()` stops only what this call started.
+ */
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<RunningStack> {
+  const redisUrl = options.redisUrl ?? "redis://127.0.0.1:6379";
+  const dynamoPort = options.dynamoPort ?? 8000;
+  const sqsPort = options.sqsPort ?? 4566;
+  const dataDir = resolve(options.dataDir ?? ".hourglass");
+  const persist = options.persist ?? true;
+  const log = options.log ?? (() => {});
+  mkdirSync(join(dataDir, "logs"), { recursive: true });
+
+  const stoppers: { name: "redis" | "dynamodb" | "sqs"; stop: () => Promise<void> }[] = [];
+  const stopAll = async () => {
+    for (const { stop } of stoppers.reverse()) await stop().catch(() => {});
+  };
+  try {
+    const redis = new URL(redisUrl);
+    const redisPort = Number(redis.port || 6379);
+    if (await redisAnswers(redis.hostname, redisPort)) {
+      log(`redis: reusing ${redisUrl}`);
+    } else {
+      stoppers.push({ name: "redis", stop: await startRedis(redisPort, dataDir, persist) });
+      await waitFor("redis", () => redisAnswers(redis.hostname, redisPort), 15_000);
+      log(`redis: started on port ${redisPort}${persist ? " (AOF on)" : ""}`);
+    }
+
+    const dynamoEndpoint = `http://127.0.0.1:${dynamoPort}`;
+    if (await dynamoAnswers(dynamoEndpoint)) {
+      log(`dynamodb: reusing ${dynamoEndpoint}`);
+    } else {
+      const cacheDir = resolve(options.cacheDir ?? join(".hourglass", "cache"));
+      stoppers.push({ name: "dynamodb", stop: startDynamoDbLocal(dynamoPort, dataDir, cacheDir, persist) });
+      await waitFor("dynamodb", () => dynamoAnswers(dynamoEndpoint), 60_000);
+      log(`dynamodb: DynamoDB Local started on port ${dynamoPort}`);
+    }
+
+    const sqsEndpoint = `http://127.0.0.1:${sqsPort}`;
+    if (await sqsAnswers(sqsEndpoint)) {
+      log(`sqs: reusing ${sqsEndpoint}`);
+    } else {
+      stoppers.push({ name: "sqs", stop: await startFauxqs(sqsPort) });
+      await waitFor("sqs", () => sqsAnswers(sqsEndpoint), 15_000);
+      log(`sqs: fauxqs started on port ${sqsPort}`);
+    }
+
+    return {
+      redisUrl,
+      dynamoEndpoint,
+      sqsEndpoint,
+      started: stoppers.map((s) => s.name),
+      stop: stopAll,
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+/** Points the AWS SDK at the stack unless the environment already names endpoints. */
+export function useLocalEndpoints(stack: RunningStack, env: NodeJS.ProcessEnv = process.env): void {
+  env.AWS_ENDPOINT_URL_DYNAMODB ??= stack.dynamoEndpoint;
+  env.AWS_ENDPOINT_URL_SQS ??= stack.sqsEndpoint;
+  env.AWS_REGION ??= "us-east-1";
+  env.AWS_ACCESS_KEY_ID ??= LOCAL_CREDENTIALS.accessKeyId;
+  env.AWS_SECRET_ACCESS_KEY ??= LOCAL_CREDENTIALS.secretAccessKey;
+  env.HOURGLASS_REDIS_URL ??= stack.redisUrl;
+}
+
+async function startRedis(port: number, dataDir: string, persist: boolean): Promise<() => Promise<void>> {
+  if (spawnSync("redis-server", ["--version"]).error) {
+    throw new LocalStackError(
+      "redis",
+      "redis-server is not installed. Install it with: apt-get install -y redis-server (or set HOURGLASS_REDIS_URL)",
+    );
+  }
+  const dir = join(dataDir, "redis");
+  mkdirSync(dir, { recursive: true });
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", ""];
+  args.push("--appendonly", persist ? "yes" : "no", "--appendfsync", "everysec");
+  return stopper(launch("redis-server", args, join(dataDir, "logs", "redis.log")));
+}
+
+function startDynamoDbLocal(
+  port: number,
+  dataDir: string,
+  cacheDir: string,
+  persist: boolean,
+): () => Promise<void> {
+  if (spawnSync("java", ["-version"]).error) {
+    throw new LocalStackError("dynamodb", "java is not installed; DynamoDB Local needs Java 17 or newer");
+  }
+  const home = ensureDynamoDbLocalJar(cacheDir);
+  const dbPath = persist ? join(dataDir, "dynamodb") : undefined;
+  if (dbPath) mkdirSync(dbPath, { recursive: true });
+  return stopper(
+    launch("java", dynamoDbLocalArgs(home, port, dbPath), join(dataDir, "logs", "dynamodb.log")),
+  );
+}
+
+/** fauxqs runs in this process: its `buildApp()` can bind loopback only, unlike its CLI. */
+async function startFauxqs(port: number): Promise<() => Promise<void>> {
+  const { buildApp } = await import("fauxqs");
+  const app = buildApp({ logger: false, defaultRegion: "us-east-1" });
+  await app.listen({ host: "127.0.0.1", port });
+  return async () => {
+    await app.close();
+  };
+}
+
+function launch(command: string, args: string[], logFile: string): ChildProcess {
+  const out = openSync(logFile, "a");
+  const child = spawn(command, args, { stdio: ["ignore", out, out] });
+  child.on("error", () => {});
+  return child;
+}
+
+function stopper(child: ChildProcess): () => Promise<void> {
+  return async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((done) => child.once("exit", done));
+    child.kill("SIGTERM");
+    await Promise.race([exited, sleep(5_000)]);
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  };
+}
+
+async function waitFor(
+  service: LocalStackError["service"],
+  probe: () => Promise<boolean>,
+  timeoutMs: number,
+) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await probe()) return;
+    await sleep(150);
+  }
+  throw new LocalStackError(service, `did not answer within ${timeoutMs / 1000}s; see .hourglass/logs/`);
+}
+
+function redisAnswers(host: string, port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const socket = createConnection({ host, port });
+    const finish = (ok: boolean) => {
+      socket.destroy();
+      done(ok);
+    };
+    socket.setTimeout(1_000, () => finish(false));
+    socket.once("error", () => finish(false));
+    socket.once("connect", () => socket.write("PING\r\n"));
+    socket.once("data", (data) => finish(data.toString().startsWith("+PONG")));
+  });
+}
+
+async function dynamoAnswers(endpoint: string): Promise<boolean> {
+  const client = new DynamoDBClient({
+    endpoint,
+    region: "us-east-1",
+    credentials: LOCAL_CREDENTIALS,
+    maxAttempts: 1,
+  });
+  try {
+    await client.send(new ListTablesCommand({ Limit: 1 }), { abortSignal: AbortSignal.timeout(2_000) });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    client.destroy();
+  }
+}
+
+async function sqsAnswers(endpoint: string): Promise<boolean> {
+  const client = new SQSClient({
+    endpoint,
+    region: "us-east-1",
+    credentials: LOCAL_CREDENTIALS,
+    maxAttempts: 1,
+  });
+  try {
+    await client.send(new ListQueuesCommand({ MaxResults: 1 }), { abortSignal: AbortSignal.timeout(2_000) });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    client.destroy();
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The one definition of Hourglass's tables and queues. Local provisioning (`shared/local/provision`)
+ * creates exactly these, and the CDK stacks build their resources from the same objects, so a
+ * laptop and an AWS account cannot drift apart.
+ */
+export type AttributeType = "S" | "N";
+
+export interface IndexDefinition {
+  readonly name: string;
+  readonly partitionKey: { readonly name: string; readonly type: AttributeType };
+  readonly sortKey: { readonly name: string; readonly type: AttributeType };
+  /** ALL copies every attribute; KEYS_ONLY keeps the index cheap to write. */
+  readonly projection: "ALL" | "KEYS_ONLY";
+}
+
+export interface TableDefinition {
+  readonly partitionKey: { readonly name: string; readonly type: AttributeType };
+  readonly indexes: readonly IndexDefinition[];
+  readonly ttlAttribute?: string;
+}
+
+export const EVENTS_TABLE: TableDefinition = {
+  partitionKey: { name: "pk", type: "S" },
+  indexes: [
+    {
+      // Sparse: only pending events (scheduled, retrying) carry pshard/pdue. Recovery queries it per
+      // shard by due time instead of scanning the table.
+      name: "pending",
+      partitionKey: { name: "pshard", type: "S" },
+      sortKey: { name: "pdue", type: "N" },
+      projection: "ALL",
+    },
+    {
+      // Every event of a tenant in creation order, for listing. Keys only: its attributes never change.
+      name: "byTenant",
+      partitionKey: { name: "tenant", type: "S" },
+      sortKey: { name: "ckey", type: "S" },
+      projection: "KEYS_ONLY",
+    },
+    {
+      // Sparse: dead letters of a tenant, by time of death.
+      name: "dead",
+      partitionKey: { name: "dtenant", type: "S" },
+      sortKey: { name: "dkey", type: "S" },
+      projection: "KEYS_ONLY",
+    },
+  ],
+  ttlAttribute: "ttl",
+};
+
+export const LEASES_TABLE: TableDefinition = {
+  partitionKey: { name: "pk", type: "S" },
+  indexes: [],
+  // Lease items never set it: deleting one would reset its fencing token. Other items may.
+  ttlAttribute: "ttl",
+};
+
+export interface QueueDefinition {
+  readonly visibilityTimeoutSeconds: number;
+  readonly retentionSeconds: number;
+  readonly dlq: {
+    readonly suffix: string;
+    readonly maxReceiveCount: number;
+    readonly retentionSeconds: number;
+  };
+}
+
+export const WORK_QUEUE: QueueDefinition = {
+  // Six times the worker's timeout, as AWS advises for Lambda event sources.
+  visibilityTimeoutSeconds: 360,
+  retentionSeconds: 4 * 86_400,
+  dlq: { suffix: "-dlq", maxReceiveCount: 5, retentionSeconds: 14 * 86_400 },
+};

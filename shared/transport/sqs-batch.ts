@@ -1,0 +1,34 @@
+import { BatchProcessor, EventType, processPartialResponse } from "@aws-lambda-powertools/batch";
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import type { Worker } from "../events/worker.ts";
+import type { Logger } from "../logger.ts";
+import { decodeMessage, MalformedMessageError } from "./transport.ts";
+
+/**
+ * Turns an SQS batch into worker calls, with Powertools' partial batch response: only the records
+ * whose processing threw (an infrastructure failure) go back to the queue. Handler failures never
+ * throw here; the worker retries those itself. The Lambda handler and the local poller share it.
+ */
+export function createSqsBatchHandler(worker: Worker, logger: Logger) {
+  const processor = new BatchProcessor(EventType.SQS);
+  const record = async (item: SQSRecord, deadline: number) => {
+    let message: ReturnType<typeof decodeMessage>;
+    try {
+      message = decodeMessage(item.body);
+    } catch (error) {
+      if (!(error instanceof MalformedMessageError)) throw error;
+      // Retrying cannot make it readable; keep it out of the redrive loop.
+      logger.error("malformed message dropped", { messageId: item.messageId, error });
+      return;
+    }
+    await worker.process(message, deadline);
+  };
+  return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
+    const deadline = context ? Date.now() + context.getRemainingTimeInMillis() : Number.POSITIVE_INFINITY;
+    return processPartialResponse(event, (item: SQSRecord) => record(item, deadline), processor, {
+      ...(context && { context }),
+      throwOnFullBatchFailure: false,
+      processInParallel: true,
+    });
+  };
+}

@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EventStateConflictError, IdempotencyConflictError } from "../../shared/events/errors.ts";
+import { type Runtime, startRuntime } from "../../shared/local/runtime.ts";
+import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
+import { recorder } from "../support/recorder.ts";
+
+const tenant = "acme";
+const rec = recorder();
+let hg: TestHourglass;
+let runtime: Runtime;
+
+beforeAll(async () => {
+  hg = await testHourglass(
+    { HOURGLASS_BACKOFF_BASE_MS: "50", HOURGLASS_BACKOFF_MAX_MS: "200" },
+    { handlers: [rec.handler] },
+  );
+  runtime = startRuntime(hg, { tickMs: 100 });
+});
+
+afterAll(async () => {
+  await runtime.stop();
+  await hg.destroy();
+});
+
+const statusOf = async (id: string, status: string) => {
+  const view = await hg.events.get(tenant, id);
+  return view.status === status ? view : undefined;
+};
+
+describe("an event's life on the real local stack", () => {
+  it("runs once, on time, and is recorded as succeeded in the journal", async () => {
+    const runAt = new Date(Date.now() + 2_000).toISOString();
+    const { event, outcome } = await hg.events.schedule(tenant, { type: "test.record", runAt, payload: {} });
+    expect(outcome).toBe("created");
+    expect(event.status).toBe("scheduled");
+
+    const done = await eventually(() => statusOf(event.id, "succeeded"), 15_000, "success");
+    expect(done.attempts).toBe(1);
+    const runs = rec.runsOf(event.id);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]!.startedAt).toBeGreaterThanOrEqual(Date.parse(runAt));
+    const item = await hg.journal!.get(tenant, event.id);
+    expect(item?.status).toBe("succeeded");
+    expect(item?.ttl).toBeGreaterThan(Date.now() / 1000);
+    expect(item?.pshard).toBeUndefined();
+  });
+
+  it("treats a repeated id as the same event, and different content under it as a conflict", async () => {
+    const input = { id: "order-42-reminder", type: "test.record", delaySeconds: 60, payload: { label: "a" } };
+    const first = await hg.events.schedule(tenant, input);
+    const again = await hg.events.schedule(tenant, input);
+    expect(first.outcome).toBe("created");
+    expect(again.outcome).toBe("existing");
+    expect(again.event.runAt).toBe(first.event.runAt);
+    await expect(hg.events.schedule(tenant, { ...input, payload: { label: "b" } })).rejects.toBeInstanceOf(
+      IdempotencyConflictError,
+    );
+    const stats = await hg.events.stats(tenant);
+    expect(stats.byType["test.record"]?.scheduled).toBe(1);
+  });
+
+  it("never runs an event cancelled after its message reached the queue", async () => {
+    // 1.5 s ahead is inside the look-ahead: the message goes to SQS when it is scheduled.
+    const { event } = await hg.events.schedule(tenant, {
+      type: "test.record",
+      delaySeconds: 1.5,
+      payload: {},
+    });
+    expect((await hg.events.get(tenant, event.id)).status).toBe("dispatched");
+    const cancelled = await hg.events.cancel(tenant, event.id);
+    expect(cancelled.status).toBe("cancelled");
+    await new Promise((done) => setTimeout(done, 3_000));
+    expect(rec.runsOf(event.id)).toHaveLength(0);
+    expect((await hg.events.get(tenant, event.id)).status).toBe("cancelled");
+    // Cancelling again is harmless; the journal keeps the first answer.
+    expect((await hg.events.cancel(tenant, event.id)).status).toBe("cancelled");
+  });
+
+  it("retries with backoff, then dead-letters, and a replay runs it again", async () => {
+    const { event } = await hg.events.schedule(tenant, {
+      type: "test.record",
+      delaySeconds: 0,
+      maxAttempts: 3,
+      payload: { failTimes: 3 },
+    });
+    const dead = await eventually(() => statusOf(event.id, "dead"), 20_000, "dead letter");
+    expect(dead.attempts).toBe(3);
+    expect(dead.lastError).toContain("told to fail attempt 3");
+    expect(rec.runsOf(event.id).map((r) => r.attempt)).toEqual([1, 2, 3]);
+    const letters = await hg.events.deadLetters(tenant, 10);
+    expect(letters.events.map((e) => e.id)).toContain(event.id);
+    await expect(hg.events.cancel(tenant, event.id)).rejects.toBeInstanceOf(EventStateConflictError);
+
+    // After a replay the attempts start again from 1, and attempt 4 of the payload's counter succeeds.
+    await hg.events.replay(tenant, event.id);
+    await eventually(() => statusOf(event.id, "dead"), 20_000, "dead again");
+    expect(rec.runsOf(event.id).map((r) => r.attempt)).toEqual([1, 2, 3, 1, 2, 3]);
+  });
+
+  it("sends a non-retryable failure straight to the dead letters", async () => {
+    const { event } = await hg.events.schedule(tenant, {
+      type: "test.record",
+      delaySeconds: 0,
+      payload: { fatal: true },
+    });
+    const dead = await eventually(() => statusOf(event.id, "dead"), 15_000, "dead letter");
+    expect(dead.attempts).toBe(1);
+    expect(rec.runsOf(event.id)).toHaveLength(1);
+  });
+
+  it("reschedules a pending event and refuses to reschedule a finished one", async () => {
+    const { event } = await hg.events.schedule(tenant, {
+      type: "test.record",
+      delaySeconds: 3_600,
+      payload: {},
+    });
+    const moved = await hg.events.reschedule(tenant, event.id, { delaySeconds: 1 });
+    expect(moved.runAt).toBeLessThan(event.runAt);
+    await eventually(() => statusOf(event.id, "succeeded"), 15_000, "success");
+    await expect(hg.events.reschedule(tenant, event.id, { delaySeconds: 5 })).rejects.toBeInstanceOf(
+      EventStateConflictError,
+    );
+  });
+});

@@ -1,0 +1,18 @@
+import { type RunningStack, startLocalStack, useLocalEndpoints } from "../../shared/local/stack.ts";
+
+let stack: RunningStack | undefined;
+
+/** Starts (or reuses) the embedded stand-ins once for the whole run; workers inherit the endpoints. */
+export async function setup(): Promise<void> {
+  stack = await startLocalStack({
+    redisUrl: process.env.HOURGLASS_REDIS_URL ?? "redis://127.0.0.1:6379",
+    dataDir: ".hourglass/test",
+    persist: false,
+    log: (line) => process.stdout.write(`[stack] ${line}\n`),
+  });
+  useLocalEndpoints(stack);
+}
+
+export async function teardown(): Promise<void> {
+  await stack?.stop();
+}

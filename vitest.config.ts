@@ -1,0 +1,14 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    globalSetup: ["test/support/global-setup.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    // The integration files share one Redis, DynamoDB Local and fauxqs; each uses its own key
+    // prefix, tables and queue, so they can run side by side.
+    pool: "forks",
+    maxWorkers: 2,
+  },
+});
