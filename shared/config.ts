@@ -58,6 +58,14 @@ const schema = z.object({
   HOURGLASS_WEBHOOK_ALLOW_PRIVATE: bool.optional(),
   HOURGLASS_WEBHOOK_SECRET: z.string().min(16).optional(),
   HOURGLASS_WEBHOOK_TIMEOUT_MS: int(100, 900_000).default(10_000),
+  HOURGLASS_API_TOKENS: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9_-]{1,64}:[^,:\s]{16,}(,[A-Za-z0-9_-]{1,64}:[^,:\s]{16,})*$/,
+      "tenant:token pairs separated by commas; tokens of 16 characters or more",
+    )
+    .optional(),
+  HOURGLASS_MAX_BODY_BYTES: int(1_024, 10_485_760).default(1_048_576),
   LOG_LEVEL: z.enum(["DEBUG", "INFO", "WARN", "ERROR", "SILENT"]).default("INFO"),
   PORT: int(0, 65_535).default(3000),
 });
@@ -86,6 +94,9 @@ export interface HourglassConfig {
     readonly secret: string | undefined;
     readonly timeoutMs: number;
   };
+  /** Bearer token → tenant. Empty: no tokens required (one default tenant, or IAM on AWS). */
+  readonly apiTokens: ReadonlyMap<string, string>;
+  readonly maxBodyBytes: number;
   readonly logLevel: "DEBUG" | "INFO" | "WARN" | "ERROR" | "SILENT";
   readonly port: number;
 }
@@ -147,6 +158,13 @@ export function loadConfig(
       secret: e.HOURGLASS_WEBHOOK_SECRET ?? (mode === "local" ? LOCAL_WEBHOOK_SECRET : undefined),
       timeoutMs: e.HOURGLASS_WEBHOOK_TIMEOUT_MS,
     },
+    apiTokens: new Map(
+      (e.HOURGLASS_API_TOKENS?.split(",") ?? []).map((pair) => {
+        const [tenant, token] = pair.split(":") as [string, string];
+        return [token, tenant];
+      }),
+    ),
+    maxBodyBytes: e.HOURGLASS_MAX_BODY_BYTES,
     logLevel: e.LOG_LEVEL,
     port: e.PORT,
   };

@@ -1,4 +1,5 @@
-import { z } from "zod";
+// zod as extended by @hono/zod-openapi, so these schemas can also describe the public API.
+import { z } from "@hono/zod-openapi";
 
 /** Client ids: 1 to 128 characters from [A-Za-z0-9._:-]. */
 export const EVENT_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -166,6 +166,17 @@ export class EventService {
       };
     });
     if (dispatchNow.length > 0) await this.send(dispatchNow, now);
+    if (toIndex.length === 1) {
+      const { event } = toIndex[0]!;
+      this.deps.logger.info("event scheduled", {
+        id: event.id,
+        tenant: event.tenant,
+        type: event.type,
+        runAt: new Date(event.runAt).toISOString(),
+      });
+    } else if (toIndex.length > 1) {
+      this.deps.logger.info("events scheduled", { count: toIndex.length, dispatchedNow: dispatchNow.length });
+    }
     return results;
   }
 

@@ -1,0 +1,76 @@
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { FieldIssue } from "../events/errors.ts";
+import {
+  EventNotFoundError,
+  EventStateConflictError,
+  EventValidationError,
+  IdempotencyConflictError,
+  JournalRequiredError,
+} from "../events/errors.ts";
+import { InvalidCursorError } from "../journal/cursor.ts";
+import { serializeEvent } from "./serialize.ts";
+
+/** An RFC 9457 problem document. */
+export interface Problem {
+  readonly type: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail?: string;
+  readonly errors?: FieldIssue[];
+  readonly [extension: string]: unknown;
+}
+
+export function problem(slug: string, title: string, status: number, extra: Partial<Problem> = {}): Problem {
+  return { type: `urn:hourglass:problem:${slug}`, title, status, ...extra };
+}
+
+export function sendProblem(c: Context, body: Problem): Response {
+  return c.body(JSON.stringify(body), body.status as ContentfulStatusCode, {
+    "content-type": "application/problem+json",
+  });
+}
+
+/**
+ * Maps domain errors to problems. Anything unknown is a 5xx: by design only a dependency that is
+ * down gets there, since every input error is caught as a typed error before it.
+ */
+export function problemFor(error: unknown): Problem {
+  if (error instanceof EventValidationError) {
+    return error.kind === "malformed"
+      ? problem("malformed-request", "The request is malformed", 400, {
+          detail: error.message,
+          errors: [...error.issues],
+        })
+      : problem("validation", "The request breaks a rule", 422, {
+          detail: error.message,
+          errors: [...error.issues],
+        });
+  }
+  if (error instanceof InvalidCursorError) {
+    return problem("validation", "The request breaks a rule", 422, {
+      detail: error.message,
+      errors: [{ path: "cursor", message: error.message }],
+    });
+  }
+  if (error instanceof EventNotFoundError)
+    return problem("not-found", "No such event", 404, { detail: error.message });
+  if (error instanceof IdempotencyConflictError) {
+    return problem("idempotency-conflict", "The id exists with different content", 409, {
+      detail: error.message,
+      existing: serializeEvent(error.existing),
+    });
+  }
+  if (error instanceof EventStateConflictError) {
+    return problem("state-conflict", "Not allowed in the event's current state", 409, {
+      detail: error.message,
+      currentStatus: error.status,
+    });
+  }
+  if (error instanceof JournalRequiredError) {
+    return problem("not-available", "Not available in this mode", 501, { detail: error.message });
+  }
+  return problem("dependency-failure", "A dependency failed", 503, {
+    detail: "Hourglass could not reach Redis, DynamoDB or SQS; retry with backoff",
+  });
+}

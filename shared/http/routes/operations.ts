@@ -1,0 +1,69 @@
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { Hourglass } from "../../hourglass.ts";
+import { checkHealth } from "../health.ts";
+import { Event, EventPage, Health, IdParam, json, PageQuery, problems, Stats } from "../schemas.ts";
+import { serializeEvent } from "../serialize.ts";
+import type { TenantEnv } from "../tenancy.ts";
+
+const deadLettersRoute = createRoute({
+  method: "get",
+  path: "/v1/dead-letters",
+  tags: ["Dead letters"],
+  summary: "List dead letters, most recent first",
+  request: { query: PageQuery },
+  responses: { 200: json(EventPage, "A page of dead events"), ...problems(422, 503) },
+});
+
+const replayRoute = createRoute({
+  method: "post",
+  path: "/v1/dead-letters/{id}/replay",
+  tags: ["Dead letters"],
+  summary: "Run a dead letter again, now, with its attempts reset",
+  request: { params: IdParam },
+  responses: { 200: json(Event, "Scheduled again"), ...problems(404, 409, 503) },
+});
+
+const statsRoute = createRoute({
+  method: "get",
+  path: "/v1/stats",
+  tags: ["Operations"],
+  summary: "Counts by status and type, the oldest overdue event's lag, and the index size",
+  responses: { 200: json(Stats, "Statistics"), ...problems(503) },
+});
+
+export const healthRoute = createRoute({
+  method: "get",
+  path: "/health",
+  tags: ["Operations"],
+  summary: "200 once Redis, DynamoDB and SQS answer",
+  security: [],
+  responses: {
+    200: json(Health, "Every dependency answers"),
+    503: json(Health, "A dependency does not answer"),
+  },
+});
+
+export function mountOperationRoutes(app: OpenAPIHono<TenantEnv>, hourglass: Hourglass): void {
+  const { events } = hourglass;
+  app.openapi(deadLettersRoute, async (c) => {
+    const { limit, cursor } = c.req.valid("query");
+    const page = await events.deadLetters(c.get("tenant"), limit, cursor);
+    return c.json(
+      { events: page.events.map(serializeEvent), ...(page.cursor && { cursor: page.cursor }) },
+      200,
+    );
+  });
+
+  app.openapi(replayRoute, async (c) =>
+    c.json(serializeEvent(await events.replay(c.get("tenant"), c.req.valid("param").id)), 200),
+  );
+
+  app.openapi(statsRoute, async (c) => c.json(await events.stats(c.get("tenant")), 200));
+}
+
+export function mountHealthRoute(app: OpenAPIHono<TenantEnv>, hourglass: Hourglass): void {
+  app.openapi(healthRoute, async (c) => {
+    const report = await checkHealth(hourglass);
+    return c.json(report, report.status === "ok" ? 200 : 503);
+  });
+}

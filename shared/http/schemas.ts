@@ -1,0 +1,142 @@
+import { z } from "@hono/zod-openapi";
+import { EVENT_STATUSES } from "../engine/codes.ts";
+import { EVENT_ID, rescheduleInput, scheduleInput } from "../events/schema.ts";
+
+/** Schemas of the public API, registered as OpenAPI components. Input shapes come from the engine. */
+export const ScheduleEvent = scheduleInput.openapi("ScheduleEvent", {
+  description: "An event to run at `runAt`, or `delaySeconds` from now (exactly one of the two).",
+  example: {
+    type: "webhook",
+    delaySeconds: 7200,
+    payload: { url: "https://example.com/hook", body: { orderId: 42 } },
+  },
+});
+
+export const RescheduleEvent = rescheduleInput.openapi("RescheduleEvent", {
+  description: "The new time: `runAt` or `delaySeconds` from now (exactly one).",
+});
+
+export const EventStatus = z.enum(EVENT_STATUSES as [string, ...string[]]).openapi("EventStatus");
+
+export const Event = z
+  .object({
+    id: z.string(),
+    type: z.string(),
+    status: EventStatus,
+    runAt: z.string().datetime(),
+    attempts: z.number().int(),
+    maxAttempts: z.number().int(),
+    lastError: z.string().optional(),
+    payload: z.unknown(),
+    createdAt: z.string().datetime(),
+    updatedAt: z.string().datetime(),
+  })
+  .openapi("Event");
+
+export const ScheduledEvent = Event.extend({
+  overdue: z.boolean().optional().openapi({
+    description: "Present and true when runAt was already past: the event runs as soon as possible.",
+  }),
+}).openapi("ScheduledEvent");
+
+export const FieldError = z.object({ path: z.string(), message: z.string() }).openapi("FieldError");
+
+export const ProblemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string().optional(),
+    errors: z.array(FieldError).optional(),
+  })
+  .passthrough()
+  .openapi("Problem");
+
+export const EventPage = z
+  .object({ events: z.array(Event), cursor: z.string().optional() })
+  .openapi("EventPage");
+
+export const BatchRequest = z
+  .object({
+    events: z
+      .array(z.unknown().openapi({ description: "A ScheduleEvent; each item is validated on its own." }))
+      .min(1)
+      .max(500),
+  })
+  .strict()
+  .openapi("BatchRequest");
+
+export const BatchResult = z
+  .object({
+    index: z.number().int(),
+    status: z.number().int().openapi({ description: "201 created, 200 existing, 409 conflict, 422 invalid" }),
+    event: ScheduledEvent.optional(),
+    error: ProblemSchema.optional(),
+  })
+  .openapi("BatchResult");
+
+export const BatchResponse = z.object({ results: z.array(BatchResult) }).openapi("BatchResponse");
+
+export const Stats = z
+  .object({
+    byStatus: z.record(z.string(), z.number().int()),
+    byType: z.record(z.string(), z.record(z.string(), z.number().int())),
+    oldestOverdueMs: z.number().int(),
+    indexSize: z.number().int(),
+  })
+  .openapi("Stats");
+
+export const Health = z
+  .object({
+    status: z.enum(["ok", "degraded"]),
+    checks: z.record(
+      z.string(),
+      z.object({ ok: z.boolean(), latencyMs: z.number(), error: z.string().optional() }),
+    ),
+  })
+  .openapi("Health");
+
+export const IdParam = z.object({
+  id: z
+    .string()
+    .regex(EVENT_ID)
+    .openapi({ param: { name: "id", in: "path" }, example: "order-42-reminder" }),
+});
+
+export const ListQuery = z.object({
+  status: EventStatus.optional().openapi({ param: { name: "status", in: "query" } }),
+  type: z
+    .string()
+    .max(64)
+    .optional()
+    .openapi({ param: { name: "type", in: "query" } }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(25)
+    .openapi({ param: { name: "limit", in: "query" } }),
+  cursor: z
+    .string()
+    .max(2048)
+    .optional()
+    .openapi({ param: { name: "cursor", in: "query" } }),
+});
+
+export const PageQuery = ListQuery.pick({ limit: true, cursor: true });
+
+/** Every error response a route can give, for the OpenAPI document. */
+export function problems(...statuses: number[]) {
+  return Object.fromEntries(
+    statuses.map((status) => [
+      status,
+      { description: "Problem", content: { "application/problem+json": { schema: ProblemSchema } } },
+    ]),
+  );
+}
+
+export const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});

@@ -1,0 +1,19 @@
+import type { EventView } from "../events/model.ts";
+
+/** The API's event shape: ISO-8601 UTC times outside, epoch ms inside. */
+export function serializeEvent(view: EventView) {
+  return {
+    id: view.id,
+    type: view.type,
+    status: view.status,
+    runAt: new Date(view.runAt).toISOString(),
+    attempts: view.attempts,
+    maxAttempts: view.maxAttempts,
+    ...(view.lastError !== undefined && { lastError: view.lastError }),
+    payload: view.payload,
+    createdAt: new Date(view.createdAt).toISOString(),
+    updatedAt: new Date(view.updatedAt).toISOString(),
+  };
+}
+
+export type SerializedEvent = ReturnType<typeof serializeEvent>;
