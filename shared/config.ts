@@ -45,7 +45,8 @@ const schema = z.object({
   HOURGLASS_TICK_MS: int(50, 300_000).optional(),
   HOURGLASS_LOOKAHEAD_SECONDS: int(0, 900).optional(),
   HOURGLASS_CLAIM_BATCH: int(1, 5_000).default(500),
-  HOURGLASS_DISPATCH_LEASE_SECONDS: int(10, 43_200).default(300),
+  HOURGLASS_DISPATCH_LEASE_SECONDS: int(1, 43_200).default(300),
+  HOURGLASS_RUN_LEASE_MARGIN_MS: int(0, 600_000).default(30_000),
   HOURGLASS_HANDLER_TIMEOUT_SECONDS: int(1, 900).default(30),
   HOURGLASS_MAX_ATTEMPTS: int(1, 100).default(5),
   HOURGLASS_BACKOFF_BASE_MS: int(10, 3_600_000).default(1_000),
@@ -84,6 +85,8 @@ export interface HourglassConfig {
   readonly claimBatch: number;
   readonly dispatchLeaseMs: number;
   readonly handlerTimeoutMs: number;
+  /** Added to the handler's timeout for the lease of a running event (time for the ack itself). */
+  readonly runLeaseMarginMs: number;
   readonly retry: { readonly maxAttempts: number; readonly baseMs: number; readonly maxMs: number };
   readonly retentionSeconds: number;
   readonly horizonMs: number;
@@ -141,6 +144,7 @@ export function loadConfig(
     claimBatch: e.HOURGLASS_CLAIM_BATCH,
     dispatchLeaseMs: e.HOURGLASS_DISPATCH_LEASE_SECONDS * 1000,
     handlerTimeoutMs: e.HOURGLASS_HANDLER_TIMEOUT_SECONDS * 1000,
+    runLeaseMarginMs: e.HOURGLASS_RUN_LEASE_MARGIN_MS,
     retry: {
       maxAttempts: e.HOURGLASS_MAX_ATTEMPTS,
       baseMs: e.HOURGLASS_BACKOFF_BASE_MS,

@@ -25,8 +25,6 @@ export interface WorkerHooks {
   onStart?(message: DispatchMessage, startedAt: number): void;
 }
 
-/** Extra time on the run lease beyond the handler's timeout, for the ack's own round trips. */
-const RUN_LEASE_MARGIN_MS = 30_000;
 /** Leave this much of the Lambda's time for the journal and index writes after a handler. */
 const DEADLINE_RESERVE_MS = 2_000;
 
@@ -51,7 +49,7 @@ export class Worker {
 
   async process(message: DispatchMessage, deadline = Number.POSITIVE_INFINITY): Promise<WorkResult> {
     const { clock, config, logger } = this.deps;
-    const runLeaseMs = config.handlerTimeoutMs + RUN_LEASE_MARGIN_MS;
+    const runLeaseMs = config.handlerTimeoutMs + config.runLeaseMarginMs;
     let started = await this.startWhenDue(message, message.runAt, runLeaseMs);
     if (started.code === ScriptCode.EARLY)
       started = await this.startWhenDue(message, started.runAt, runLeaseMs);
@@ -100,10 +98,12 @@ export class Worker {
     const payload = handler.schema.safeParse(body.payload);
     if (!payload.success)
       return new NonRetryableError(`payload rejected by the ${body.type} schema: ${payload.error.message}`);
+    // The configured timeout is an upper bound: the run lease taken in `start` covers only that much.
     const timeoutMs = Math.max(
       1,
       Math.min(
         handler.options.timeoutMs ?? config.handlerTimeoutMs,
+        config.handlerTimeoutMs,
         deadline - clock() - DEADLINE_RESERVE_MS,
       ),
     );

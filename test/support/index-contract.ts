@@ -1,0 +1,257 @@
+import { describe, expect, it } from "vitest";
+import { encodeBody } from "../../shared/engine/body.ts";
+import { ScriptCode } from "../../shared/engine/codes.ts";
+import type { RedisIndex } from "../../shared/engine/redis-index.ts";
+
+/**
+ * The behaviour every Lua script promises, run against a real Redis: a single node in one file,
+ * a 3-master cluster in another. Time is passed in explicitly, so nothing here waits.
+ */
+export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
+  const T0 = 1_800_000_000_000;
+  const LEASE = 60_000;
+  const body = (type = "test.record") => encodeBody({ type, payload: { n: 1 } });
+
+  async function ready(index: RedisIndex) {
+    for (let shard = 0; shard < index.shards; shard++) await index.setEpoch(shard, "1");
+  }
+
+  async function claimShard(index: RedisIndex, shard: number, now: number) {
+    const result = await index.claim(shard, now, now, 1_000, LEASE);
+    if (result.epochMissing) throw new Error(`shard ${shard} has no epoch`);
+    return result.claimed;
+  }
+
+  async function claimAll(index: RedisIndex, now: number, until = now, limit = 1_000) {
+    const claimed = [];
+    for (let shard = 0; shard < index.shards; shard++) {
+      const result = await index.claim(shard, now, until, limit, LEASE);
+      if (result.epochMissing) throw new Error(`shard ${shard} has no epoch`);
+      claimed.push(...result.claimed);
+    }
+    return claimed;
+  }
+
+  describe("Lua scripts", () => {
+    it("refuses to claim from a shard whose epoch marker is missing", async () => {
+      const index = getIndex();
+      const member = `${fresh()}/a`;
+      await index.schedule([{ member, runAt: T0, body: body() }], T0 - 60_000, T0 - 60_000, LEASE);
+      const shard = index.shardOf(member);
+      expect(await index.claim(shard, T0, T0, 10, LEASE)).toEqual({ epochMissing: true });
+      await index.setEpoch(shard, "1");
+      const claimed = await index.claim(shard, T0, T0, 10, LEASE);
+      expect(claimed.epochMissing).toBe(false);
+    });
+
+    it("claims only what is due within the window, in due order, up to the limit, and is idempotent to schedule", async () => {
+      const index = getIndex();
+      await ready(index);
+      const tenant = fresh();
+      const entries = Array.from({ length: 30 }, (_, i) => ({
+        member: `${tenant}/e${i}`,
+        runAt: T0 + i * 1_000,
+        body: body(),
+      }));
+      const codes = await index.schedule(entries, T0 - 100_000, T0 - 100_000, LEASE);
+      expect(codes.every((c) => c === ScriptCode.SCHEDULED)).toBe(true);
+      expect(await index.schedule(entries.slice(0, 2), T0, T0, LEASE)).toEqual([
+        ScriptCode.EXISTS,
+        ScriptCode.EXISTS,
+      ]);
+
+      // Due within [.., T0 + 9.5 s]: events 0..9.
+      const claimed = (await claimAll(index, T0, T0 + 9_500)).filter((c) =>
+        c.member.startsWith(`${tenant}/`),
+      );
+      expect(claimed.map((c) => c.member).sort()).toEqual(
+        entries
+          .slice(0, 10)
+          .map((e) => e.member)
+          .sort(),
+      );
+      for (const c of claimed) {
+        expect(c.gen).toBe(1);
+        expect(c.attempt).toBe(0);
+        expect(c.redelivered).toBe(false);
+      }
+      // Nothing is claimed twice while its lease runs.
+      expect(
+        (await claimAll(index, T0 + 1, T0 + 9_500)).filter((c) => c.member.startsWith(`${tenant}/`)),
+      ).toEqual([]);
+    });
+
+    it("gates start on gen and time: early, ok once, duplicate, stale", async () => {
+      const index = getIndex();
+      await ready(index);
+      const member = `${fresh()}/x`;
+      const [code] = await index.schedule([{ member, runAt: T0 + 500, body: body() }], T0, T0 + 5_000, LEASE);
+      expect(code).toBe(ScriptCode.DISPATCHED);
+      const message = { member, shard: index.shardOf(member), gen: 1, runAt: T0 + 500, attempt: 0 };
+      expect(await index.start(message, T0 + 499, LEASE)).toEqual({
+        code: ScriptCode.EARLY,
+        runAt: T0 + 500,
+      });
+      expect(await index.start({ ...message, gen: 2 }, T0 + 600, LEASE)).toMatchObject({
+        code: ScriptCode.STALE,
+      });
+      const started = await index.start(message, T0 + 500, LEASE);
+      expect(started).toMatchObject({ code: ScriptCode.OK, attempt: 1, body: body() });
+      expect(await index.start(message, T0 + 501, LEASE)).toEqual({ code: ScriptCode.DUPLICATE });
+      expect(await index.ack(message)).toEqual({ code: ScriptCode.OK });
+      expect(await index.start(message, T0 + 502, LEASE)).toEqual({ code: ScriptCode.NOT_FOUND });
+      expect(await index.inspect(member)).toBeUndefined();
+    });
+
+    it("redelivers an expired lease under a new gen, so the old message is stale", async () => {
+      const index = getIndex();
+      await ready(index);
+      const member = `${fresh()}/lost`;
+      await index.schedule([{ member, runAt: T0, body: body() }], T0, T0, LEASE);
+      const first = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
+      // The lease runs until T0 + LEASE; a claim just after finds it expired.
+      const again = await claimShard(index, first.shard, T0 + LEASE + 1);
+      const redelivered = again.find((c) => c.member === member)!;
+      expect(redelivered).toMatchObject({ gen: 2, redelivered: true });
+      expect(await index.start(first, T0 + LEASE + 2, LEASE)).toMatchObject({ code: ScriptCode.STALE });
+      expect(await index.start({ ...first, gen: 2 }, T0 + LEASE + 2, LEASE)).toMatchObject({
+        code: ScriptCode.OK,
+      });
+    });
+
+    it("retries into due, buries into dead, and revives with attempts reset", async () => {
+      const index = getIndex();
+      await ready(index);
+      const member = `${fresh()}/r`;
+      await index.schedule([{ member, runAt: T0, body: body() }], T0, T0, LEASE);
+      const m1 = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
+      await index.start(m1, T0, LEASE);
+      expect(await index.retry(m1, T0 + 5_000)).toEqual({ code: ScriptCode.OK });
+      expect(await index.inspect(member)).toMatchObject({
+        status: "retrying",
+        attempt: 1,
+        runAt: T0 + 5_000,
+      });
+      const [claimed] = await claimShard(index, m1.shard, T0 + 5_000);
+      expect(claimed).toMatchObject({ member, gen: 2, attempt: 1 });
+      const m2 = { ...m1, gen: 2, runAt: T0 + 5_000, attempt: 1 };
+      expect(await index.start(m2, T0 + 5_000, LEASE)).toMatchObject({ code: ScriptCode.OK, attempt: 2 });
+      expect(await index.bury(m2, T0 + 6_000)).toEqual({ code: ScriptCode.OK });
+      expect(await index.inspect(member)).toMatchObject({ status: "dead", attempt: 2 });
+      expect(await index.cancel(member)).toEqual({ code: ScriptCode.CONFLICT, status: "dead" });
+      expect(await index.revive(member, T0 + 7_000)).toEqual({ code: ScriptCode.OK });
+      expect(await index.inspect(member)).toMatchObject({
+        status: "scheduled",
+        attempt: 0,
+        runAt: T0 + 7_000,
+      });
+    });
+
+    it("cancels anything not started, refuses a running event, and makes a queued message find nothing", async () => {
+      const index = getIndex();
+      await ready(index);
+      const tenant = fresh();
+      const waiting = `${tenant}/waiting`;
+      const queued = `${tenant}/queued`;
+      const running = `${tenant}/running`;
+      await index.schedule([{ member: waiting, runAt: T0 + 100_000, body: body() }], T0, T0, LEASE);
+      await index.schedule(
+        [
+          { member: queued, runAt: T0, body: body() },
+          { member: running, runAt: T0, body: body() },
+        ],
+        T0,
+        T0,
+        LEASE,
+      );
+      const runningMessage = {
+        member: running,
+        shard: index.shardOf(running),
+        gen: 1,
+        runAt: T0,
+        attempt: 0,
+      };
+      await index.start(runningMessage, T0, LEASE);
+
+      expect(await index.cancel(waiting)).toEqual({ code: ScriptCode.OK, previous: "scheduled" });
+      expect(await index.cancel(queued)).toEqual({ code: ScriptCode.OK, previous: "dispatched" });
+      expect(await index.cancel(running)).toEqual({ code: ScriptCode.CONFLICT, status: "running" });
+      expect(await index.cancel(`${tenant}/never`)).toEqual({ code: ScriptCode.NOT_FOUND });
+      const queuedMessage = { member: queued, shard: index.shardOf(queued), gen: 1, runAt: T0, attempt: 0 };
+      expect(await index.start(queuedMessage, T0 + 1, LEASE)).toEqual({ code: ScriptCode.NOT_FOUND });
+    });
+
+    it("reschedules a dispatched event under a new gen and refuses a running one", async () => {
+      const index = getIndex();
+      await ready(index);
+      const member = `${fresh()}/move`;
+      await index.schedule([{ member, runAt: T0, body: body() }], T0, T0, LEASE);
+      const old = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
+      expect(await index.reschedule(member, T0 + 100_000, T0, T0 + 5_000, LEASE)).toEqual({
+        code: ScriptCode.SCHEDULED,
+      });
+      expect(await index.start(old, T0 + 1, LEASE)).toMatchObject({ code: ScriptCode.STALE });
+      expect(await index.reschedule(member, T0 + 2_000, T0, T0 + 5_000, LEASE)).toEqual({
+        code: ScriptCode.DISPATCHED,
+        attempt: 0,
+        gen: 3,
+      });
+      await index.start({ ...old, gen: 3, runAt: T0 + 2_000 }, T0 + 2_000, LEASE);
+      expect(await index.reschedule(member, T0 + 9_000, T0 + 2_001, T0 + 5_000, LEASE)).toEqual({
+        code: ScriptCode.CONFLICT,
+        status: "running",
+      });
+    });
+
+    it("restores only what the index lost, with gens that cannot match older messages", async () => {
+      const index = getIndex();
+      await ready(index);
+      const tenant = fresh();
+      const kept = `${tenant}/kept`;
+      const lost = `${tenant}/lost`;
+      await index.schedule([{ member: kept, runAt: T0, body: body() }], T0 - 10_000, T0 - 10_000, LEASE);
+      const codes = await index.restore(
+        [
+          { member: kept, runAt: T0, body: body(), attempt: 0, status: "scheduled" },
+          { member: lost, runAt: T0, body: body(), attempt: 2, status: "retrying" },
+        ],
+        T0,
+      );
+      expect(codes).toEqual([ScriptCode.PRESENT, ScriptCode.RESTORED]);
+      expect(await index.inspect(lost)).toMatchObject({ status: "retrying", attempt: 2, gen: T0 });
+      const claimed = (await claimAll(index, T0, T0)).find((c) => c.member === lost)!;
+      expect(claimed.gen).toBe(T0 + 1);
+      expect(claimed.attempt).toBe(2);
+    });
+
+    it("claims the due few among many pending without touching the rest", async () => {
+      const index = getIndex();
+      await ready(index);
+      const tenant = fresh();
+      const far = Array.from({ length: 5_000 }, (_, i) => ({
+        member: `${tenant}/far${i}`,
+        runAt: T0 + 86_400_000 + i,
+        body: body(),
+      }));
+      const near = Array.from({ length: 7 }, (_, i) => ({
+        member: `${tenant}/near${i}`,
+        runAt: T0 - i,
+        body: body(),
+      }));
+      await index.schedule([...far, ...near], T0 - 100_000, T0 - 100_000, LEASE);
+      const claimed = (await claimAll(index, T0, T0)).filter((c) => c.member.startsWith(`${tenant}/`));
+      expect(claimed.map((c) => c.member).sort()).toEqual(near.map((n) => n.member).sort());
+      const stats = await Promise.all(Array.from({ length: index.shards }, (_, s) => index.shardStats(s)));
+      const scheduled = stats.reduce(
+        (sum, s) => sum + (s.counters[`${tenant}|test.record|scheduled`] ?? 0),
+        0,
+      );
+      const dispatched = stats.reduce(
+        (sum, s) => sum + (s.counters[`${tenant}|test.record|dispatched`] ?? 0),
+        0,
+      );
+      expect(scheduled).toBe(5_000);
+      expect(dispatched).toBe(7);
+    });
+  });
+}
