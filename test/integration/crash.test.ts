@@ -1,0 +1,205 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { EngineDeps } from "../../shared/events/deps.ts";
+import { Dispatcher } from "../../shared/events/dispatcher.ts";
+import type { DispatchMessage } from "../../shared/events/model.ts";
+import { EventService } from "../../shared/events/service.ts";
+import { Worker } from "../../shared/events/worker.ts";
+import { startRuntime } from "../../shared/local/runtime.ts";
+import { silentLogger } from "../../shared/logger.ts";
+import type { Transport } from "../../shared/transport/transport.ts";
+import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
+import { recorder } from "../support/recorder.ts";
+
+/**
+ * Invariant 2, at least once: a process dies between any two steps of enqueue, claim, send, run
+ * and ack, and the event still runs. A crash is a `Crash` thrown by a wrapped dependency at that
+ * point; nothing after it in that process happens. Then the normal runtime takes over, as a fresh
+ * process would, and the event must succeed.
+ */
+class Crash extends Error {
+  constructor() {
+    super("simulated crash");
+  }
+}
+
+/** Wraps one method so that the process "dies" before or after it does its work. */
+function crashOn<T extends object>(target: T, method: keyof T & string, when: "before" | "after"): T {
+  return new Proxy(target, {
+    get(object, property, receiver) {
+      const value = Reflect.get(object, property, receiver);
+      if (typeof value !== "function") return value;
+      if (property !== method) return value.bind(object);
+      return async (...args: unknown[]) => {
+        if (when === "before") throw new Crash();
+        await value.apply(object, args);
+        throw new Crash();
+      };
+    },
+  });
+}
+
+const rec = recorder();
+let hg: TestHourglass;
+let tenantCount = 0;
+
+beforeAll(async () => {
+  hg = await testHourglass(
+    {
+      HOURGLASS_DISPATCH_LEASE_SECONDS: "1",
+      HOURGLASS_HANDLER_TIMEOUT_SECONDS: "1",
+      HOURGLASS_RUN_LEASE_MARGIN_MS: "200",
+      HOURGLASS_RECOVERY_GRACE_SECONDS: "1",
+      HOURGLASS_RECOVERY_EVERY_SECONDS: "1",
+    },
+    { handlers: [rec.handler] },
+  );
+});
+
+afterAll(async () => {
+  await hg.destroy();
+});
+
+/** The parts a crashing process is built from; by default they are the real ones. */
+function engine(overrides: Partial<EngineDeps> & { transport: Transport }) {
+  const deps: EngineDeps = {
+    config: hg.config,
+    index: hg.index,
+    journal: hg.journal,
+    registry: hg.registry,
+    logger: silentLogger,
+    clock: Date.now,
+    ...overrides,
+  };
+  return { service: new EventService(deps), dispatcher: new Dispatcher(deps, undefined), worker: new Worker(deps) };
+}
+
+/** A transport that keeps messages instead of sending them, as if the process died holding them. */
+function captured() {
+  const messages: DispatchMessage[] = [];
+  const transport: Transport = {
+    async send(batch) {
+      messages.push(...batch);
+      return { sent: batch.length, failed: [] };
+    },
+  };
+  return { messages, transport };
+}
+
+async function survives(id: string, tenant: string) {
+  const runtime = startRuntime(hg, { tickMs: 100 });
+  try {
+    return await eventually(
+      async () => {
+        const view = await hg.events.get(tenant, id);
+        return view.status === "succeeded" ? view : undefined;
+      },
+      20_000,
+      `${id} to succeed`,
+    );
+  } finally {
+    await runtime.stop();
+  }
+}
+
+describe("a crash between two steps loses nothing", () => {
+  it("enqueue: after the journal write, before the index (found by the recovery sweep)", async () => {
+    const tenant = `crash${tenantCount++}`;
+    const { transport } = captured();
+    const { service } = engine({ transport, index: crashOn(hg.index, "schedule", "before") });
+    const id = "journal-only";
+    await expect(service.schedule(tenant, { id, type: "test.record", payload: {}, delaySeconds: 0 })).rejects.toBeInstanceOf(Crash);
+    expect(await hg.index.inspect(`${tenant}/${id}`)).toBeUndefined();
+    await survives(id, tenant);
+    expect(rec.runsOf(id)).toHaveLength(1);
+  });
+
+  it("enqueue: the client retries after the crash, and the repeat indexes the event", async () => {
+    const tenant = `crash${tenantCount++}`;
+    const { transport } = captured();
+    const { service } = engine({ transport, index: crashOn(hg.index, "schedule", "before") });
+    const input = { id: "retried", type: "test.record", payload: {}, delaySeconds: 3_600 };
+    await expect(service.schedule(tenant, input)).rejects.toBeInstanceOf(Crash);
+    const repeat = await hg.events.schedule(tenant, input);
+    expect(repeat.outcome).toBe("existing");
+    expect(await hg.index.inspect(`${tenant}/retried`)).toMatchObject({ status: "scheduled" });
+  });
+
+  it("enqueue: after the index, before the send (redelivered when the lease expires)", async () => {
+    const tenant = `crash${tenantCount++}`;
+    const { transport } = captured();
+    const { service } = engine({ transport: crashOn(transport, "send", "before") });
+    await expect(service.schedule(tenant, { id: "unsent", type: "test.record", payload: {}, delaySeconds: 0 })).rejects.toBeInstanceOf(
+      Crash,
+    );
+    expect(await hg.index.inspect(`${tenant}/unsent`)).toMatchObject({ status: "dispatched" });
+    await survives("unsent", tenant);
+    expect(rec.runsOf("unsent")).toHaveLength(1);
+  });
+
+  it("claim: after the claim, before the send", async () => {
+    const tenant = `crash${tenantCount++}`;
+    await hg.events.schedule(tenant, { id: "claimed", type: "test.record", payload: {}, delaySeconds: 6 });
+    await new Promise((done) => setTimeout(done, 1_200));
+    const { transport } = captured();
+    const { dispatcher } = engine({ transport: crashOn(transport, "send", "before") });
+    await expect(dispatcher.tick(1_000)).rejects.toBeInstanceOf(Crash);
+    expect(await hg.index.inspect(`${tenant}/claimed`)).toMatchObject({ status: "dispatched" });
+    const done = await survives("claimed", tenant);
+    expect(rec.runsOf("claimed")).toHaveLength(1);
+    expect(rec.runsOf("claimed")[0]!.startedAt).toBeGreaterThanOrEqual(done.runAt);
+  });
+
+  it("send: the queue accepted the message, then lost it", async () => {
+    const tenant = `crash${tenantCount++}`;
+    const { transport } = captured();
+    const { service } = engine({ transport });
+    await service.schedule(tenant, { id: "swallowed", type: "test.record", payload: {}, delaySeconds: 0 });
+    await survives("swallowed", tenant);
+    expect(rec.runsOf("swallowed")).toHaveLength(1);
+  });
+
+  it("run: after the start, before the handler", async () => {
+    const tenant = `crash${tenantCount++}`;
+    const { messages, transport } = captured();
+    const { service } = engine({ transport });
+    await service.schedule(tenant, { id: "started", type: "test.record", payload: {}, delaySeconds: 0 });
+    const { worker } = engine({ transport, index: crashOn(hg.index, "start", "after") });
+    await expect(worker.process(messages[0]!)).rejects.toBeInstanceOf(Crash);
+    expect(await hg.index.inspect(`${tenant}/started`)).toMatchObject({ status: "running", attempt: 1 });
+    const done = await survives("started", tenant);
+    // The lost attempt counts: the handler's first real run is attempt 2.
+    expect(rec.runsOf("started").map((r) => r.attempt)).toEqual([2]);
+    expect(done.attempts).toBe(2);
+  });
+
+  it("run: after the handler, before the journal write (runs again: at least once)", async () => {
+    const tenant = `crash${tenantCount++}`;
+    const { messages, transport } = captured();
+    const { service } = engine({ transport });
+    await service.schedule(tenant, { id: "unrecorded", type: "test.record", payload: {}, delaySeconds: 0 });
+    const { worker } = engine({ transport, journal: crashOn(hg.journal!, "markSucceeded", "before") });
+    await expect(worker.process(messages[0]!)).rejects.toBeInstanceOf(Crash);
+    await survives("unrecorded", tenant);
+    expect(rec.runsOf("unrecorded").map((r) => r.attempt)).toEqual([1, 2]);
+  });
+
+  it("ack: after the journal write, before the index ack (the journal stops a second run)", async () => {
+    const tenant = `crash${tenantCount++}`;
+    const { messages, transport } = captured();
+    const { service } = engine({ transport });
+    await service.schedule(tenant, { id: "unacked", type: "test.record", payload: {}, delaySeconds: 0 });
+    const { worker } = engine({ transport, index: crashOn(hg.index, "ack", "before") });
+    await expect(worker.process(messages[0]!)).rejects.toBeInstanceOf(Crash);
+    expect((await hg.journal!.get(tenant, "unacked"))?.status).toBe("succeeded");
+    expect(await hg.index.inspect(`${tenant}/unacked`)).toMatchObject({ status: "running" });
+
+    const runtime = startRuntime(hg, { tickMs: 100 });
+    try {
+      await eventually(async () => ((await hg.index.inspect(`${tenant}/unacked`)) ? undefined : true), 10_000, "cleanup");
+    } finally {
+      await runtime.stop();
+    }
+    expect(rec.runsOf("unacked")).toHaveLength(1);
+    expect((await hg.events.get(tenant, "unacked")).status).toBe("succeeded");
+  });
+});
