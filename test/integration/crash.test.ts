@@ -70,7 +70,11 @@ function engine(overrides: Partial<EngineDeps> & { transport: Transport }) {
     clock: Date.now,
     ...overrides,
   };
-  return { service: new EventService(deps), dispatcher: new Dispatcher(deps, undefined), worker: new Worker(deps) };
+  return {
+    service: new EventService(deps),
+    dispatcher: new Dispatcher(deps, undefined),
+    worker: new Worker(deps),
+  };
 }
 
 /** A transport that keeps messages instead of sending them, as if the process died holding them. */
@@ -107,7 +111,9 @@ describe("a crash between two steps loses nothing", () => {
     const { transport } = captured();
     const { service } = engine({ transport, index: crashOn(hg.index, "schedule", "before") });
     const id = "journal-only";
-    await expect(service.schedule(tenant, { id, type: "test.record", payload: {}, delaySeconds: 0 })).rejects.toBeInstanceOf(Crash);
+    await expect(
+      service.schedule(tenant, { id, type: "test.record", payload: {}, delaySeconds: 0 }),
+    ).rejects.toBeInstanceOf(Crash);
     expect(await hg.index.inspect(`${tenant}/${id}`)).toBeUndefined();
     await survives(id, tenant);
     expect(rec.runsOf(id)).toHaveLength(1);
@@ -128,9 +134,9 @@ describe("a crash between two steps loses nothing", () => {
     const tenant = `crash${tenantCount++}`;
     const { transport } = captured();
     const { service } = engine({ transport: crashOn(transport, "send", "before") });
-    await expect(service.schedule(tenant, { id: "unsent", type: "test.record", payload: {}, delaySeconds: 0 })).rejects.toBeInstanceOf(
-      Crash,
-    );
+    await expect(
+      service.schedule(tenant, { id: "unsent", type: "test.record", payload: {}, delaySeconds: 0 }),
+    ).rejects.toBeInstanceOf(Crash);
     expect(await hg.index.inspect(`${tenant}/unsent`)).toMatchObject({ status: "dispatched" });
     await survives("unsent", tenant);
     expect(rec.runsOf("unsent")).toHaveLength(1);
@@ -195,7 +201,11 @@ describe("a crash between two steps loses nothing", () => {
 
     const runtime = startRuntime(hg, { tickMs: 100 });
     try {
-      await eventually(async () => ((await hg.index.inspect(`${tenant}/unacked`)) ? undefined : true), 10_000, "cleanup");
+      await eventually(
+        async () => ((await hg.index.inspect(`${tenant}/unacked`)) ? undefined : true),
+        10_000,
+        "cleanup",
+      );
     } finally {
       await runtime.stop();
     }

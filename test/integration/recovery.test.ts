@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startRuntime } from "../../shared/local/runtime.ts";
+import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
+import { recorder } from "../support/recorder.ts";
+import { freePort, type RedisServer, startRedisServer } from "../support/redis-servers.ts";
+
+/**
+ * Invariant 2 against the loss of whole services: Redis loses all its data, and the SQS emulator
+ * restarts empty. This file runs its own redis-server and fauxqs, so breaking them touches no one else.
+ */
+const rec = recorder();
+let redis: RedisServer;
+let sqsPort: number;
+let sqs: { close(): Promise<unknown> };
+let hg: TestHourglass;
+
+async function startSqs() {
+  const { buildApp } = await import("fauxqs");
+  const app = buildApp({ logger: false, defaultRegion: "us-east-1" });
+  await app.listen({ host: "127.0.0.1", port: sqsPort });
+  return app;
+}
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  sqsPort = await freePort();
+  sqs = await startSqs();
+  process.env.AWS_ENDPOINT_URL_SQS = `http://127.0.0.1:${sqsPort}`;
+  hg = await testHourglass(
+    {
+      HOURGLASS_REDIS_URL: redis.url,
+      HOURGLASS_DISPATCH_LEASE_SECONDS: "2",
+      HOURGLASS_RECOVERY_GRACE_SECONDS: "1",
+      HOURGLASS_RECOVERY_EVERY_SECONDS: "1",
+    },
+    { handlers: [rec.handler] },
+  );
+});
+
+afterAll(async () => {
+  await hg?.destroy();
+  await sqs?.close();
+  await redis?.kill();
+});
+
+async function allSucceed(tenant: string, ids: string[]) {
+  const runtime = startRuntime(hg, { tickMs: 100 });
+  try {
+    for (const id of ids) {
+      await eventually(
+        async () => ((await hg.events.get(tenant, id)).status === "succeeded" ? true : undefined),
+        30_000,
+        `${id} to succeed`,
+      );
+    }
+  } finally {
+    await runtime.stop();
+  }
+  for (const id of ids) {
+    const runs = rec.runsOf(id);
+    expect(runs.length, `${id} ran`).toBeGreaterThanOrEqual(1);
+    for (const run of runs) expect(run.startedAt, `${id} never early`).toBeGreaterThanOrEqual(run.runAt);
+  }
+}
+
+describe("losing a whole service loses no event", () => {
+  it("Redis FLUSHALL while events are pending, queued and far ahead: every one still fires", async () => {
+    const tenant = "flush";
+    const now = Date.now();
+    const inputs = [
+      // Already in the queue with a delay (inside the look-ahead).
+      ...Array.from({ length: 10 }, (_, i) => ({
+        id: `queued-${i}`,
+        runAt: new Date(now + 1_500 + i * 100).toISOString(),
+      })),
+      // Waiting in the index, beyond the look-ahead.
+      ...Array.from({ length: 10 }, (_, i) => ({
+        id: `waiting-${i}`,
+        runAt: new Date(now + 7_000 + i * 100).toISOString(),
+      })),
+    ].map((e) => ({ ...e, type: "test.record", payload: {} }));
+    await hg.events.scheduleBatch(tenant, inputs);
+    // Let one tick mark the epochs, as a running system would have.
+    const warmup = startRuntime(hg, { tickMs: 100 });
+    await new Promise((done) => setTimeout(done, 300));
+    await warmup.stop();
+
+    await hg.redis.flushall();
+    expect(await hg.index.inspect(`${tenant}/waiting-0`)).toBeUndefined();
+
+    await allSucceed(
+      tenant,
+      inputs.map((e) => e.id),
+    );
+  });
+
+  it("the SQS emulator restarts and loses its messages: every event fires after its lease expires", async () => {
+    const tenant = "sqsloss";
+    const inputs = Array.from({ length: 10 }, (_, i) => ({
+      id: `lost-${i}`,
+      type: "test.record",
+      payload: {},
+      delaySeconds: 2,
+    }));
+    const results = await hg.events.scheduleBatch(tenant, inputs);
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect((await hg.events.get(tenant, "lost-0")).status).toBe("dispatched");
+
+    await sqs.close();
+    sqs = await startSqs();
+    // A restarted emulator has no queues either: recreate them as `npm start` does.
+    const { provision } = await import("../../shared/local/provision.ts");
+    const { createDynamoClient, createSqsClient } = await import("../../shared/aws.ts");
+    await provision({
+      dynamo: createDynamoClient(),
+      sqs: createSqsClient(),
+      eventsTable: hg.config.tables.events,
+      leasesTable: hg.config.tables.leases,
+      queueName: hg.config.queue.name,
+    });
+
+    await allSucceed(
+      tenant,
+      inputs.map((e) => e.id),
+    );
+  });
+});

@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../shared/config.ts";
+
+describe("loadConfig", () => {
+  it("gives local defaults: a one-second tick, a five-second look-ahead, private webhooks allowed", () => {
+    const config = loadConfig({});
+    expect(config.mode).toBe("local");
+    expect(config.tickMs).toBe(1_000);
+    expect(config.lookAheadMs).toBe(5_000);
+    expect(config.webhook.allowPrivate).toBe(true);
+    expect(config.redis.url).toBe("redis://127.0.0.1:6379");
+  });
+
+  it("gives AWS defaults inside Lambda: a minute's tick, two minutes of look-ahead, no private webhooks", () => {
+    const config = loadConfig({
+      AWS_LAMBDA_FUNCTION_NAME: "worker",
+      HOURGLASS_WEBHOOK_SECRET: "s".repeat(32),
+    });
+    expect(config.mode).toBe("aws");
+    expect(config.tickMs).toBe(60_000);
+    expect(config.lookAheadMs).toBe(120_000);
+    expect(config.webhook.allowPrivate).toBe(false);
+  });
+
+  it("names the variable that is wrong", () => {
+    expect(() => loadConfig({ HOURGLASS_SHARDS: "zero" })).toThrow(/HOURGLASS_SHARDS/);
+    expect(() => loadConfig({ HOURGLASS_REDIS_URL: "not a url" })).toThrow(/HOURGLASS_REDIS_URL/);
+    expect(() => loadConfig({ HOURGLASS_LOOKAHEAD_SECONDS: "901" })).toThrow(/HOURGLASS_LOOKAHEAD_SECONDS/);
+    expect(() => loadConfig({ HOURGLASS_MODE: "aws" })).toThrow(ConfigError);
+    expect(() => loadConfig({ HOURGLASS_MODE: "aws" })).toThrow(/HOURGLASS_WEBHOOK_SECRET/);
+    expect(() => loadConfig({ HOURGLASS_API_TOKENS: "acme:short" })).toThrow(/HOURGLASS_API_TOKENS/);
+  });
+
+  it("parses API tokens into a token → tenant map", () => {
+    const config = loadConfig({ HOURGLASS_API_TOKENS: "acme:0123456789abcdef,globex:fedcba9876543210" });
+    expect(config.apiTokens.get("0123456789abcdef")).toBe("acme");
+    expect(config.apiTokens.get("fedcba9876543210")).toBe("globex");
+  });
+});

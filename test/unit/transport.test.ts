@@ -1,0 +1,70 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { memberOf, parseMember, shardOf } from "../../shared/engine/keys.ts";
+import {
+  decodeMessage,
+  delaySecondsFor,
+  encodeMessage,
+  MalformedMessageError,
+} from "../../shared/transport/transport.ts";
+
+describe("delaySecondsFor", () => {
+  it("is the whole seconds until due, within SQS's 0..900, and never makes a message late", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -10_000_000, max: 10_000_000 }), (ahead) => {
+        const now = 1_800_000_000_000;
+        const delay = delaySecondsFor(now + ahead, now);
+        expect(Number.isInteger(delay)).toBe(true);
+        expect(delay).toBeGreaterThanOrEqual(0);
+        expect(delay).toBeLessThanOrEqual(900);
+        // Delivered no later than due: the worker waits out what is left.
+        expect(now + delay * 1000).toBeLessThanOrEqual(Math.max(now, now + ahead));
+      }),
+    );
+  });
+});
+
+describe("dispatch messages", () => {
+  it("round-trip", () => {
+    fc.assert(
+      fc.property(
+        fc.string({ minLength: 1 }),
+        fc.nat(1023),
+        fc.nat(),
+        fc.nat(),
+        fc.nat(100),
+        (member, shard, gen, runAt, attempt) => {
+          const message = { member, shard, gen, runAt, attempt };
+          expect(decodeMessage(encodeMessage(message))).toEqual(message);
+        },
+      ),
+    );
+  });
+
+  it.each([["{"], ["[]"], ['["a",1,2,3]'], ['["a",1,2,3,"x"]'], ["null"], ['{"member":"a"}']])(
+    "rejects %s",
+    (body) => {
+      expect(() => decodeMessage(body)).toThrow(MalformedMessageError);
+    },
+  );
+});
+
+describe("keys", () => {
+  it("splits members back into tenant and id, whatever the id holds", () => {
+    fc.assert(
+      fc.property(
+        fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/),
+        fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/),
+        (tenant, id) => {
+          expect(parseMember(memberOf(tenant, id))).toEqual({ tenant, id });
+        },
+      ),
+    );
+  });
+
+  it("spreads members over every shard", () => {
+    const counts = new Array(16).fill(0);
+    for (let i = 0; i < 16_000; i++) counts[shardOf(memberOf("t", `event-${i}`), 16)]++;
+    for (const count of counts) expect(count).toBeGreaterThan(700);
+  });
+});
