@@ -3,29 +3,45 @@ import type { BackoffPolicy } from "../events/model.ts";
 /**
  * The immutable part of an event, as the index stores it: `type\n{json}`. The type comes first
  * so a script can count by type without decoding JSON.
+ *
+ * With the journal on, the payload is not copied into Redis: the journal holds it, the worker reads
+ * it from there, and the index keeps only what it needs to schedule (`"j":1` marks this). Without
+ * a journal (the engine-only benchmark mode) the payload is stored inline.
  */
 export interface EventBody {
   readonly type: string;
-  readonly payload: unknown;
   readonly maxAttempts?: number | undefined;
   readonly backoff?: BackoffPolicy | undefined;
 }
 
+export interface DecodedBody extends EventBody {
+  /** The payload when it is stored inline; undefined when it lives in the journal. */
+  readonly payload: unknown;
+  readonly payloadInJournal: boolean;
+}
+
 interface Encoded {
-  p: unknown;
+  p?: unknown;
+  j?: 1;
   m?: number;
   b?: BackoffPolicy;
 }
 
-export function encodeBody(body: EventBody): string {
-  const encoded: Encoded = { p: body.payload };
+export function encodeBody(body: EventBody, payload: { inline: unknown } | "journal"): string {
+  const encoded: Encoded = payload === "journal" ? { j: 1 } : { p: payload.inline };
   if (body.maxAttempts !== undefined) encoded.m = body.maxAttempts;
   if (body.backoff !== undefined) encoded.b = body.backoff;
   return `${body.type}\n${JSON.stringify(encoded)}`;
 }
 
-export function decodeBody(raw: string): EventBody {
+export function decodeBody(raw: string): DecodedBody {
   const newline = raw.indexOf("\n");
   const decoded = JSON.parse(raw.slice(newline + 1)) as Encoded;
-  return { type: raw.slice(0, newline), payload: decoded.p, maxAttempts: decoded.m, backoff: decoded.b };
+  return {
+    type: raw.slice(0, newline),
+    payload: decoded.p,
+    payloadInJournal: decoded.j === 1,
+    maxAttempts: decoded.m,
+    backoff: decoded.b,
+  };
 }

@@ -27,12 +27,7 @@ export function restoreEntryOf(item: JournalItem): RestoreEntry {
   return {
     member: memberOf(item.tenant, item.id),
     runAt: item.runAt,
-    body: encodeBody({
-      type: item.type,
-      payload: JSON.parse(item.payload) as unknown,
-      maxAttempts: item.maxAttempts,
-      backoff: item.backoff,
-    }),
+    body: encodeBody({ type: item.type, maxAttempts: item.maxAttempts, backoff: item.backoff }, "journal"),
     attempt: item.attempts,
     status: item.status === "dead" ? "dead" : item.status === "retrying" ? "retrying" : "scheduled",
   };
@@ -46,6 +41,7 @@ export function overlay(view: EventView, live: LiveState | undefined): EventView
 
 /** A view built from the index alone (engine-only mode). */
 export function viewFromIndex(id: string, live: LiveState, defaultMaxAttempts: number): EventView {
+  // Only used without a journal, where the payload is always inline.
   const body = decodeBody(live.body);
   return {
     id,

@@ -1,7 +1,7 @@
-import { monotonicFactory } from "ulid";
 import { encodeBody } from "../engine/body.ts";
 import { ScriptCode } from "../engine/codes.ts";
 import { memberOf } from "../engine/keys.ts";
+import { idFactory } from "../ids.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { type JournalItem, PENDING_STATUSES, viewOf } from "../journal/item.ts";
 import { type EngineDeps, overlay, restoreEntryOf, viewFromIndex } from "./deps.ts";
@@ -43,7 +43,7 @@ const LIVE: readonly EventStatus[] = ["scheduled", "dispatched", "running", "ret
  * accepted event is durable before it is visible to the dispatcher.
  */
 export class EventService {
-  private readonly newId = monotonicFactory();
+  private readonly newId = idFactory();
 
   constructor(private readonly deps: EngineDeps) {}
 
@@ -137,7 +137,7 @@ export class EventService {
       toIndex.map(({ event }) => ({
         member: memberOf(event.tenant, event.id),
         runAt: event.runAt,
-        body: encodeBody(event),
+        body: encodeBody(event, journal ? "journal" : { inline: event.payload }),
       })),
       now,
       now + config.lookAheadMs,

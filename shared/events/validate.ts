@@ -78,7 +78,8 @@ export function toNewEvent(
     runAt,
     maxAttempts: input.maxAttempts,
     backoff: input.backoff,
-    fingerprint: fingerprint(input),
+    // A generated id cannot be sent twice, so only a client's id needs its content remembered.
+    fingerprint: input.id === undefined ? "" : fingerprint(input),
     createdAt: now,
   };
 }

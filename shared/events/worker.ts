@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { decodeBody, type EventBody } from "../engine/body.ts";
+import { type DecodedBody, decodeBody } from "../engine/body.ts";
 import { ScriptCode } from "../engine/codes.ts";
 import { parseMember } from "../engine/keys.ts";
 import { NonRetryableError } from "../handlers/errors.ts";
@@ -27,6 +27,17 @@ export interface WorkerHooks {
 
 /** Leave this much of the Lambda's time for the journal and index writes after a handler. */
 const DEADLINE_RESERVE_MS = 2_000;
+
+/** The index holds an event whose journal item is gone: an infrastructure fault, retried by the queue. */
+export class JournalItemMissingError extends Error {
+  constructor(
+    readonly tenant: string,
+    readonly id: string,
+  ) {
+    super(`the journal has no item for ${tenant}/${id}`);
+    this.name = "JournalItemMissingError";
+  }
+}
 
 export class HandlerTimeoutError extends Error {
   constructor(readonly timeoutMs: number) {
@@ -87,7 +98,7 @@ export class Worker {
 
   /** Returns the handler's error, or undefined on success. */
   private async runHandler(
-    body: EventBody,
+    body: DecodedBody,
     event: { tenant: string; id: string; attempt: number; runAt: number },
     deadline: number,
   ): Promise<unknown> {
@@ -95,7 +106,7 @@ export class Worker {
     const handler = registry.get(body.type);
     // Retried rather than buried: a deployment that registers the type may be on its way.
     if (!handler) return new Error(`no handler is registered for type "${body.type}"`);
-    const payload = handler.schema.safeParse(body.payload);
+    const payload = handler.schema.safeParse(await this.payloadOf(body, event));
     if (!payload.success)
       return new NonRetryableError(`payload rejected by the ${body.type} schema: ${payload.error.message}`);
     // The configured timeout is an upper bound: the run lease taken in `start` covers only that much.
@@ -132,6 +143,14 @@ export class Worker {
     }
   }
 
+  /** The payload: inline in the index without a journal, otherwise read from the journal. */
+  private async payloadOf(body: DecodedBody, event: { tenant: string; id: string }): Promise<unknown> {
+    if (!body.payloadInJournal) return body.payload;
+    const item = await this.deps.journal?.load(event.tenant, event.id);
+    if (!item) throw new JournalItemMissingError(event.tenant, event.id);
+    return JSON.parse(item.payload) as unknown;
+  }
+
   private async succeed(done: Done): Promise<WorkResult> {
     const { journal, index, clock, logger } = this.deps;
     if (
@@ -147,7 +166,12 @@ export class Worker {
     return { outcome: "succeeded", attempt: done.attempt, lateMs: done.lateMs };
   }
 
-  private async fail(done: Done, body: EventBody, maxAttempts: number, error: unknown): Promise<WorkResult> {
+  private async fail(
+    done: Done,
+    body: DecodedBody,
+    maxAttempts: number,
+    error: unknown,
+  ): Promise<WorkResult> {
     const { journal, index, clock, config, logger } = this.deps;
     const reason = describe(error);
     const now = clock();

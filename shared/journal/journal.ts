@@ -14,6 +14,7 @@ import {
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
+import DataLoader from "dataloader";
 import type { NewEvent } from "../events/model.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { JournalConditionError } from "./errors.ts";
@@ -40,6 +41,14 @@ const PARALLEL_TRANSACTIONS = 4;
  */
 export class EventJournal {
   private readonly doc: DynamoDBDocumentClient;
+  /** Payload reads made in the same tick go out as one BatchGetItem (up to 100 keys). */
+  private readonly payloads = new DataLoader<string, JournalItem | undefined>(
+    async (keys) => {
+      const found = await this.getMany(keys);
+      return keys.map((key) => found.get(key));
+    },
+    { cache: false, maxBatchSize: 100 },
+  );
 
   constructor(
     client: DynamoDBClient,
@@ -133,6 +142,11 @@ export class EventJournal {
       new GetCommand({ TableName: this.table, Key: { pk: journalKey(tenant, id) }, ConsistentRead: true }),
     );
     return Item as JournalItem | undefined;
+  }
+
+  /** The item, read strongly consistent and batched with the other reads of the same tick. */
+  async load(tenant: string, id: string): Promise<JournalItem | undefined> {
+    return this.payloads.load(journalKey(tenant, id));
   }
 
   /** Reads many items by key, 100 per request, retrying what DynamoDB leaves unprocessed. */

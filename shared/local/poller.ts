@@ -15,13 +15,22 @@ import type { Logger } from "../logger.ts";
 export class QueuePoller {
   private running = false;
   private loops: Promise<void>[] = [];
+  private readonly batches = new Set<Promise<void>>();
+  private inFlight = 0;
 
+  /**
+   * @param concurrency long polls at a time
+   * @param maxInFlight messages being processed at once; receiving pauses above it. A batch does not
+   *   hold its poller until it finishes, so one slow message (or one waiting for its due time)
+   *   does not delay the messages behind it.
+   */
   constructor(
     private readonly sqs: SQSClient,
     private readonly queueUrl: string,
     private readonly handle: (event: SQSEvent) => Promise<SQSBatchResponse>,
     private readonly logger: Logger,
     private readonly concurrency = 4,
+    private readonly maxInFlight = 500,
     private readonly waitSeconds = 1,
   ) {}
 
@@ -31,13 +40,19 @@ export class QueuePoller {
     this.loops = Array.from({ length: this.concurrency }, () => this.loop());
   }
 
+  /** Stops receiving, then waits for the batches already received to finish. */
   async stop(): Promise<void> {
     this.running = false;
     await Promise.all(this.loops);
+    await Promise.all(this.batches);
   }
 
   private async loop(): Promise<void> {
     while (this.running) {
+      if (this.inFlight >= this.maxInFlight) {
+        await Promise.race(this.batches);
+        continue;
+      }
       try {
         const { Messages } = await this.sqs.send(
           new ReceiveMessageCommand({
@@ -48,24 +63,38 @@ export class QueuePoller {
           }),
         );
         if (!Messages?.length) continue;
-        const response = await this.handle({ Records: Messages.map((m) => this.toRecord(m)) });
-        const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-        const done = Messages.filter((m) => !failed.has(m.MessageId!));
-        if (done.length > 0) {
-          const reply = await this.sqs.send(
-            new DeleteMessageBatchCommand({
-              QueueUrl: this.queueUrl,
-              Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
-            }),
-          );
-          if (reply.Failed?.length)
-            this.logger.warn("delete failed; message will be redelivered", { count: reply.Failed.length });
-        }
+        this.inFlight += Messages.length;
+        const batch = this.process(Messages).finally(() => {
+          this.inFlight -= Messages.length;
+          this.batches.delete(batch);
+        });
+        this.batches.add(batch);
       } catch (error) {
         if (!this.running) return;
         this.logger.warn("queue poll failed; retrying", { error });
         await new Promise((done) => setTimeout(done, 500));
       }
+    }
+  }
+
+  private async process(messages: Message[]): Promise<void> {
+    try {
+      const response = await this.handle({ Records: messages.map((m) => this.toRecord(m)) });
+      const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+      const done = messages.filter((m) => !failed.has(m.MessageId!));
+      if (done.length === 0) return;
+      const reply = await this.sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: this.queueUrl,
+          Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+        }),
+      );
+      if (reply.Failed?.length) {
+        this.logger.warn("delete failed; message will be redelivered", { count: reply.Failed.length });
+      }
+    } catch (error) {
+      // Not deleted: the messages come back after their visibility timeout, as with Lambda.
+      this.logger.warn("batch failed; messages will be redelivered", { error });
     }
   }
 

@@ -13,7 +13,7 @@ export interface Runtime {
  */
 export function startRuntime(
   hourglass: Hourglass,
-  options: { tickMs?: number; pollers?: number } = {},
+  options: { tickMs?: number; pollers?: number; maxInFlight?: number } = {},
 ): Runtime {
   const tickMs = options.tickMs ?? hourglass.config.tickMs;
   const { logger } = hourglass;
@@ -37,6 +37,7 @@ export function startRuntime(
         createSqsBatchHandler(hourglass.worker, logger),
         logger,
         options.pollers ?? 4,
+        options.maxInFlight ?? 500,
       )
     : undefined;
   poller?.start();

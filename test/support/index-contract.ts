@@ -10,7 +10,7 @@ import type { RedisIndex } from "../../shared/engine/redis-index.ts";
 export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
   const T0 = 1_800_000_000_000;
   const LEASE = 60_000;
-  const body = (type = "test.record") => encodeBody({ type, payload: { n: 1 } });
+  const body = (type = "test.record") => encodeBody({ type }, { inline: { n: 1 } });
 
   async function ready(index: RedisIndex) {
     for (let shard = 0; shard < index.shards; shard++) await index.setEpoch(shard, "1");

@@ -1,0 +1,182 @@
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { createDynamoClient, createSqsClient } from "../shared/aws.ts";
+import { loadConfig } from "../shared/config.ts";
+import type { DispatchMessage } from "../shared/events/model.ts";
+import { defineHandler } from "../shared/handlers/registry.ts";
+import { createHourglass, type Hourglass } from "../shared/hourglass.ts";
+import { provision } from "../shared/local/provision.ts";
+import { startRuntime } from "../shared/local/runtime.ts";
+import { silentLogger } from "../shared/logger.ts";
+import { InProcessTransport } from "../shared/transport/memory.ts";
+import type { Transport } from "../shared/transport/transport.ts";
+import { lateness, payloadOf, sleep, until } from "./stats.ts";
+
+const noop = defineHandler("bench.noop", z.object({ data: z.string() }), async () => {});
+
+export interface Sample {
+  runAt: number;
+  startedAt: number;
+}
+
+export type Mode = "engine" | "full";
+
+/**
+ * One Hourglass for the benchmark. `engine`: Redis index only, journal off, an in-process transport
+ * straight into the worker. `full`: the real local stack (DynamoDB Local journal, fauxqs queue,
+ * the same runtime `npm start` uses).
+ */
+export async function benchHourglass(
+  mode: Mode,
+  redisUrl: string,
+  options: { clock?: () => number; transport?: () => Transport } = {},
+) {
+  const name = `b${randomBytes(3).toString("hex")}`;
+  const config = loadConfig(process.env, {
+    HOURGLASS_MODE: "local",
+    HOURGLASS_REDIS_URL: redisUrl,
+    HOURGLASS_KEY_PREFIX: name,
+    HOURGLASS_JOURNAL: mode === "full" ? "true" : "false",
+    HOURGLASS_EVENTS_TABLE: `${name}-events`,
+    HOURGLASS_LEASES_TABLE: `${name}-leases`,
+    HOURGLASS_QUEUE_NAME: `${name}-work`,
+    HOURGLASS_CLAIM_BATCH: "1000",
+    LOG_LEVEL: "SILENT",
+  });
+  if (mode === "full") {
+    await provision({
+      dynamo: createDynamoClient(),
+      sqs: createSqsClient(),
+      eventsTable: config.tables.events,
+      leasesTable: config.tables.leases,
+      queueName: config.queue.name,
+    });
+  }
+  const samples: Sample[] = [];
+  let hourglass: Hourglass | undefined;
+  const pending = new Set<Promise<unknown>>();
+  const inProcess = (): Transport =>
+    new InProcessTransport((message: DispatchMessage) => {
+      const work = hourglass!.worker.process(message).finally(() => pending.delete(work));
+      pending.add(work);
+    });
+  hourglass = await createHourglass({
+    config,
+    logger: silentLogger,
+    handlers: [noop],
+    ...(mode === "engine" && { transport: options.transport ?? inProcess }),
+    ...(options.clock && { clock: options.clock }),
+    workerHooks: { onStart: (message, startedAt) => samples.push({ runAt: message.runAt, startedAt }) },
+  });
+  return { hourglass, samples, name };
+}
+
+export async function enqueueBatch(
+  hourglass: Hourglass,
+  n: number,
+  payloadBytes: number,
+  chunk: number,
+  delayMs: number,
+) {
+  const payload = payloadOf(payloadBytes);
+  const started = performance.now();
+  for (let i = 0; i < n; i += chunk) {
+    const results = await hourglass.events.scheduleBatch(
+      "bench",
+      Array.from({ length: Math.min(chunk, n - i) }, () => ({
+        type: "bench.noop",
+        payload,
+        delaySeconds: delayMs / 1000,
+      })),
+    );
+    const failed = results.find((r) => !r.ok);
+    if (failed && !failed.ok) throw failed.error;
+  }
+  return n / ((performance.now() - started) / 1000);
+}
+
+export async function enqueueSingle(hourglass: Hourglass, n: number, payloadBytes: number, inFlight: number) {
+  const payload = payloadOf(payloadBytes);
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < n) {
+        next++;
+        await hourglass.events.schedule("bench", { type: "bench.noop", payload, delaySeconds: 86_400 });
+      }
+    }),
+  );
+  return n / ((performance.now() - started) / 1000);
+}
+
+/** `n` events all due at the same instant, `leadMs` from now; lateness of every start. */
+export async function burst(mode: Mode, redisUrl: string, n: number, leadMs: number) {
+  const { hourglass, samples } = await benchHourglass(mode, redisUrl);
+  const runtime = startRuntime(hourglass, { pollers: 16 });
+  const dueAt = Date.now() + leadMs;
+  const payload = payloadOf(100);
+  const chunk = 500;
+  for (let i = 0; i < n; i += chunk) {
+    await hourglass.events.scheduleBatch(
+      "bench",
+      Array.from({ length: Math.min(chunk, n - i) }, () => ({
+        type: "bench.noop",
+        payload,
+        runAt: new Date(dueAt).toISOString(),
+      })),
+    );
+  }
+  const enqueueLateMs = Math.max(0, Date.now() - dueAt);
+  const complete = await until(() => samples.length >= n, 180_000);
+  await runtime.stop();
+  await hourglass.close();
+  return { ...lateness(samples), enqueueLateMs, complete };
+}
+
+/** `perSecond` events a second for `seconds`, each scheduled `aheadMs` before it is due. */
+export async function steady(
+  mode: Mode,
+  redisUrl: string,
+  perSecond: number,
+  seconds: number,
+  aheadMs: number,
+) {
+  const { hourglass, samples } = await benchHourglass(mode, redisUrl);
+  const runtime = startRuntime(hourglass);
+  const total = perSecond * seconds;
+  const payload = payloadOf(100);
+  const started = Date.now();
+  for (let i = 0; i < total; i++) {
+    const wait = started + (i * 1000) / perSecond - Date.now();
+    if (wait > 0) await sleep(wait);
+    await hourglass.events.schedule("bench", { type: "bench.noop", payload, delaySeconds: aheadMs / 1000 });
+  }
+  await until(() => samples.length >= total, aheadMs + 30_000);
+  await runtime.stop();
+  await hourglass.close();
+  return lateness(samples);
+}
+
+/** Claim + send throughput of the dispatcher alone: `n` events become due at once, sends are counted. */
+export async function dispatchThroughput(redisUrl: string, n: number) {
+  let offset = 0;
+  let sent = 0;
+  const counting: Transport = {
+    async send(messages) {
+      sent += messages.length;
+      return { sent: messages.length, failed: [] };
+    },
+  };
+  const { hourglass } = await benchHourglass("engine", redisUrl, {
+    clock: () => Date.now() + offset,
+    transport: () => counting,
+  });
+  await enqueueBatch(hourglass, n, 100, 1_000, 60_000);
+  offset = 120_000;
+  const started = performance.now();
+  while (sent < n) await hourglass.dispatcher.tick(10_000);
+  const perSecond = n / ((performance.now() - started) / 1000);
+  await hourglass.close();
+  return perSecond;
+}
