@@ -113,7 +113,8 @@ export async function enqueueSingle(hourglass: Hourglass, n: number, payloadByte
 /** `n` events all due at the same instant, `leadMs` from now; lateness of every start. */
 export async function burst(mode: Mode, redisUrl: string, n: number, leadMs: number) {
   const { hourglass, samples } = await benchHourglass(mode, redisUrl);
-  const runtime = startRuntime(hourglass, { pollers: 16 });
+  // As many messages in flight as the burst holds: what Lambda's scale-out gives the SQS event source.
+  const runtime = startRuntime(hourglass, { pollers: 16, maxInFlight: n });
   const dueAt = Date.now() + leadMs;
   const payload = payloadOf(100);
   const chunk = 500;

@@ -3,7 +3,7 @@ import { handlers } from "../functions/handlers.ts";
 import { createDynamoClient, createSqsClient } from "../shared/aws.ts";
 import { loadConfig } from "../shared/config.ts";
 import { createHourglass } from "../shared/hourglass.ts";
-import { createApp } from "../shared/http/app.ts";
+import { apiDeps, createApp } from "../shared/http/app.ts";
 import { provision } from "../shared/local/provision.ts";
 import { startRuntime } from "../shared/local/runtime.ts";
 import { startLocalStack, useLocalEndpoints } from "../shared/local/stack.ts";
@@ -31,7 +31,7 @@ dynamo.destroy();
 sqs.destroy();
 
 const hourglass = await createHourglass({ config, handlers });
-const app = createApp(hourglass);
+const app = createApp(apiDeps(hourglass));
 const server = serve({ fetch: app.fetch, port: config.port, hostname: "127.0.0.1" });
 const runtime = startRuntime(hourglass);
 hourglass.logger.info(`Hourglass is running at http://127.0.0.1:${config.port}`, {

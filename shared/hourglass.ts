@@ -74,8 +74,9 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     }),
     ...(options.handlers ?? []),
   ]);
+  const dynamoReads = createDynamoClient();
   const journal = config.journal
-    ? new EventJournal(dynamo, config.tables.events, config.retentionSeconds)
+    ? new EventJournal(dynamo, config.tables.events, config.retentionSeconds, dynamoReads)
     : undefined;
   const index = new RedisIndex(redis, config.keyPrefix, config.shards);
   const deps: EngineDeps = {
@@ -104,6 +105,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     async close() {
       redis.disconnect();
       dynamo.destroy();
+      dynamoReads.destroy();
       sqs.destroy();
     },
   };

@@ -125,34 +125,79 @@ export class RedisIndex {
   }
 
   async start(message: DispatchMessage, now: number, leaseMs: number): Promise<StartResult> {
-    const k = this.keys(message.shard);
-    const reply = (await runScript(
-      this.client,
-      "start",
-      [k.leased, k.body, k.meta, k.stats],
-      [message.member, message.gen, now, leaseMs],
-    )) as Reply;
-    switch (reply[0]) {
-      case ScriptCode.OK:
-        return { code: ScriptCode.OK, attempt: Number(reply[1]), body: String(reply[2]) };
-      case ScriptCode.STALE:
-        return { code: ScriptCode.STALE, status: reply[1] as LiveStatus };
-      case ScriptCode.EARLY:
-        return { code: ScriptCode.EARLY, runAt: Number(reply[1]) };
-      case ScriptCode.NOT_FOUND:
-      case ScriptCode.DUPLICATE:
-        return { code: reply[0] };
-      default:
-        throw new IndexCorruptError("start", reply);
-    }
+    return (await this.startMany([message], now, leaseMs))[0]!;
+  }
+
+  /** Starts many dispatched events: one script call per shard. Results come back in input order. */
+  async startMany(
+    messages: readonly DispatchMessage[],
+    now: number,
+    leaseMs: number,
+  ): Promise<StartResult[]> {
+    return this.perShard(messages, "start", [now, leaseMs], 3, (reply, i) => {
+      const code = reply[i] as ScriptCode;
+      switch (code) {
+        case ScriptCode.OK:
+          return { code, attempt: Number(reply[i + 1]), body: String(reply[i + 2]) };
+        case ScriptCode.STALE:
+          return { code, status: reply[i + 1] as LiveStatus };
+        case ScriptCode.EARLY:
+          return { code, runAt: Number(reply[i + 1]) };
+        case ScriptCode.NOT_FOUND:
+        case ScriptCode.DUPLICATE:
+          return { code };
+        default:
+          throw new IndexCorruptError("start", reply);
+      }
+    });
   }
 
   async ack(message: DispatchMessage): Promise<TransitionResult> {
-    const k = this.keys(message.shard);
-    return transition(
-      "ack",
-      await runScript(this.client, "ack", [k.leased, k.body, k.meta, k.stats], [message.member, message.gen]),
+    return (await this.ackMany([message]))[0]!;
+  }
+
+  /** Acks many running events: one script call per shard. Results come back in input order. */
+  async ackMany(messages: readonly DispatchMessage[]): Promise<TransitionResult[]> {
+    return this.perShard(messages, "ack", [], 2, (reply, i) => {
+      const code = reply[i] as ScriptCode;
+      if (code === ScriptCode.OK || code === ScriptCode.NOT_FOUND) return { code };
+      if (code === ScriptCode.STALE) return { code, status: reply[i + 1] as LiveStatus };
+      throw new IndexCorruptError("ack", reply);
+    });
+  }
+
+  /** Runs a per-message script (start, ack) once per shard over all of that shard's messages. */
+  private async perShard<R>(
+    messages: readonly DispatchMessage[],
+    script: "start" | "ack",
+    leading: (string | number)[],
+    fieldsPerMessage: number,
+    parse: (reply: Reply, offset: number) => R,
+  ): Promise<R[]> {
+    const results: R[] = new Array(messages.length);
+    const byShard = new Map<number, number[]>();
+    messages.forEach((message, index) => {
+      const list = byShard.get(message.shard);
+      if (list) list.push(index);
+      else byShard.set(message.shard, [index]);
+    });
+    await Promise.all(
+      [...byShard].map(async ([shard, indexes]) => {
+        const k = this.keys(shard);
+        const args = [...leading];
+        for (const index of indexes) args.push(messages[index]!.member, messages[index]!.gen);
+        const reply = (await runScript(
+          this.client,
+          script,
+          [k.leased, k.body, k.meta, k.stats],
+          args,
+        )) as Reply;
+        indexes.forEach((index, i) => {
+          results[index] = parse(reply, i * fieldsPerMessage);
+        });
+      }),
     );
+    return results;
   }
 
   async retry(message: DispatchMessage, nextRunAt: number): Promise<TransitionResult> {

@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import DataLoader from "dataloader";
 import { type DecodedBody, decodeBody } from "../engine/body.ts";
 import { ScriptCode } from "../engine/codes.ts";
 import { parseMember } from "../engine/keys.ts";
+import type { StartResult, TransitionResult } from "../engine/redis-index.ts";
 import { NonRetryableError } from "../handlers/errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { TERMINAL_STATUSES } from "../journal/item.ts";
@@ -53,55 +55,70 @@ export class HandlerTimeoutError extends Error {
  * failures are retried by Hourglass itself, with backoff.
  */
 export class Worker {
+  /**
+   * Starts and acks requested in the same turn of the event loop go to Redis together, one script
+   * call per shard. Scheduling on setImmediate gathers every timer that fired in this turn, so a
+   * burst of events due at the same moment costs a few round trips, not one each.
+   */
+  private readonly starts: DataLoader<DispatchMessage, StartResult>;
+  private readonly acks: DataLoader<DispatchMessage, TransitionResult>;
+
   constructor(
     private readonly deps: EngineDeps,
     private readonly hooks: WorkerHooks = {},
-  ) {}
+  ) {
+    const batching = {
+      cache: false,
+      maxBatchSize: 1_000,
+      batchScheduleFn: (run: () => void) => setImmediate(run),
+    };
+    this.starts = new DataLoader(
+      (messages) =>
+        deps.index.startMany(
+          messages,
+          deps.clock(),
+          deps.config.handlerTimeoutMs + deps.config.runLeaseMarginMs,
+        ),
+      batching,
+    );
+    this.acks = new DataLoader((messages) => deps.index.ackMany(messages), batching);
+  }
 
   async process(message: DispatchMessage, deadline = Number.POSITIVE_INFINITY): Promise<WorkResult> {
-    const { clock, config, logger } = this.deps;
-    const runLeaseMs = config.handlerTimeoutMs + config.runLeaseMarginMs;
-    let started = await this.startWhenDue(message, message.runAt, runLeaseMs);
-    if (started.code === ScriptCode.EARLY)
-      started = await this.startWhenDue(message, started.runAt, runLeaseMs);
+    const { config, logger } = this.deps;
+    let started = await this.startWhenDue(message, message.runAt);
+    if (started.code === ScriptCode.EARLY) started = await this.startWhenDue(message, started.runAt);
     if (started.code !== ScriptCode.OK) {
       const reason = ScriptCode[started.code].toLowerCase();
       logger.debug("message dropped", { event: message.member, gen: message.gen, reason });
       return { outcome: "dropped", reason };
     }
 
-    const startedAt = clock();
-    this.hooks.onStart?.(message, startedAt);
     const body = decodeBody(started.body);
     const { tenant, id } = parseMember(message.member);
     const attempt = started.attempt;
-    const lateMs = startedAt - message.runAt;
     const maxAttempts = body.maxAttempts ?? config.retry.maxAttempts;
-    logger.info("event running", { id, tenant, type: body.type, attempt, lateMs });
+    const event = { message, tenant, id, attempt, lateMs: 0 };
 
     let failure: unknown;
     if (attempt > maxAttempts) {
       // Workers died mid-run on earlier attempts, each counted when it started.
       failure = new NonRetryableError(`attempts exhausted (${attempt - 1} of ${maxAttempts} already made)`);
     } else {
-      failure = await this.runHandler(body, { tenant, id, attempt, runAt: message.runAt }, deadline);
+      failure = await this.runHandler(body, event, deadline);
     }
-    const done = { message, tenant, id, attempt, lateMs };
+    const done = event;
     return failure === undefined ? this.succeed(done) : this.fail(done, body, maxAttempts, failure);
   }
 
-  private async startWhenDue(message: DispatchMessage, runAt: number, runLeaseMs: number) {
+  private async startWhenDue(message: DispatchMessage, runAt: number): Promise<StartResult> {
     const wait = runAt - this.deps.clock();
     if (wait > 0) await sleep(wait);
-    return this.deps.index.start(message, this.deps.clock(), runLeaseMs);
+    return this.starts.load(message);
   }
 
   /** Returns the handler's error, or undefined on success. */
-  private async runHandler(
-    body: DecodedBody,
-    event: { tenant: string; id: string; attempt: number; runAt: number },
-    deadline: number,
-  ): Promise<unknown> {
+  private async runHandler(body: DecodedBody, event: Done, deadline: number): Promise<unknown> {
     const { registry, config, clock, logger } = this.deps;
     const handler = registry.get(body.type);
     // Retried rather than buried: a deployment that registers the type may be on its way.
@@ -118,6 +135,16 @@ export class Worker {
         deadline - clock() - DEADLINE_RESERVE_MS,
       ),
     );
+    const startedAt = clock();
+    event.lateMs = startedAt - event.message.runAt;
+    this.hooks.onStart?.(event.message, startedAt);
+    logger.info("event running", {
+      id: event.id,
+      tenant: event.tenant,
+      type: body.type,
+      attempt: event.attempt,
+      lateMs: event.lateMs,
+    });
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
     const aborted = new Promise<never>((_, reject) =>
@@ -129,7 +156,7 @@ export class Worker {
           id: event.id,
           tenant: event.tenant,
           attempt: event.attempt,
-          runAt: new Date(event.runAt),
+          runAt: new Date(event.message.runAt),
           logger,
           signal: controller.signal,
         }),
@@ -152,14 +179,14 @@ export class Worker {
   }
 
   private async succeed(done: Done): Promise<WorkResult> {
-    const { journal, index, clock, logger } = this.deps;
+    const { journal, clock, logger } = this.deps;
     if (
       journal &&
       !(await this.recorded(() => journal.markSucceeded(done.tenant, done.id, done.attempt, clock()), done))
     ) {
       return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
     }
-    const acked = await index.ack(done.message);
+    const acked = await this.acks.load(done.message);
     if (acked.code !== ScriptCode.OK)
       logger.warn("ack found the event changed", { id: done.id, code: acked.code });
     logger.info("event succeeded", { id: done.id, tenant: done.tenant, attempt: done.attempt });
@@ -231,7 +258,8 @@ interface Done {
   readonly tenant: string;
   readonly id: string;
   readonly attempt: number;
-  readonly lateMs: number;
+  /** How long after runAt the handler started; set as it starts. */
+  lateMs: number;
 }
 
 function describe(error: unknown): string {

@@ -1,7 +1,12 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { HourglassConfig } from "../config.ts";
+import type { EventService } from "../events/service.ts";
 import { fieldIssues } from "../events/validate.ts";
 import type { Hourglass } from "../hourglass.ts";
+import type { Logger } from "../logger.ts";
 import { jsonBodies } from "./body.ts";
+import { mountDocs } from "./docs.ts";
+import { checkHealth, type HealthReport } from "./health.ts";
 import { problem, problemFor, sendProblem } from "./problem.ts";
 import { mountEventRoutes } from "./routes/events.ts";
 import { mountHealthRoute, mountOperationRoutes } from "./routes/operations.ts";
@@ -17,11 +22,28 @@ export const API_INFO = {
   },
 } as const;
 
+/** What the HTTP layer calls; nothing else of the engine is visible to it. */
+export interface ApiDeps {
+  readonly config: HourglassConfig;
+  readonly logger: Logger;
+  readonly events: EventService;
+  health(): Promise<HealthReport>;
+}
+
+export function apiDeps(hourglass: Hourglass): ApiDeps {
+  return {
+    config: hourglass.config,
+    logger: hourglass.logger,
+    events: hourglass.events,
+    health: () => checkHealth(hourglass),
+  };
+}
+
 /**
  * The one HTTP app: served by `@hono/node-server` locally and by `hono/aws-lambda` on AWS.
  * Bad input is answered with a 4xx problem document and changes nothing.
  */
-export function createApp(hourglass: Hourglass): OpenAPIHono<TenantEnv> {
+export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   const app = new OpenAPIHono<TenantEnv>({
     defaultHook: (result, c) => {
       if (result.success) return;
@@ -40,19 +62,53 @@ export function createApp(hourglass: Hourglass): OpenAPIHono<TenantEnv> {
     },
   });
 
-  mountHealthRoute(app, hourglass);
-  app.get("/openapi.json", (c) => c.json(app.getOpenAPI31Document(API_INFO)));
-  app.use("/v1/*", ...jsonBodies(hourglass.config.maxBodyBytes), tenancy(hourglass.config));
-  mountEventRoutes(app, hourglass.events);
-  mountOperationRoutes(app, hourglass);
+  registerSecuritySchemes(app);
+  mountHealthRoute(app, deps.health);
+  app.get("/openapi.json", (c) => c.json(openApiDocument(app)));
+  mountDocs(app);
+  app.use("/v1/*", ...jsonBodies(deps.config.maxBodyBytes), tenancy(deps.config));
+  mountEventRoutes(app, deps.events);
+  mountOperationRoutes(app, deps.events);
 
   app.notFound((c) =>
     sendProblem(c, problem("not-found", "No such route", 404, { detail: `${c.req.method} ${c.req.path}` })),
   );
   app.onError((error, c) => {
     const body = problemFor(error);
-    if (body.status >= 500) hourglass.logger.error("request failed", { path: c.req.path, error });
+    if (body.status >= 500) deps.logger.error("request failed", { path: c.req.path, error });
     return sendProblem(c, body);
   });
   return app;
+}
+
+function registerSecuritySchemes(app: OpenAPIHono<TenantEnv>): void {
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
+    type: "http",
+    scheme: "bearer",
+    description: "Local mode with HOURGLASS_API_TOKENS: the token names the tenant.",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "sigv4", {
+    type: "apiKey",
+    name: "Authorization",
+    in: "header",
+    description:
+      "On AWS: API Gateway IAM authorization (AWS Signature Version 4); the caller's principal names the tenant.",
+  });
+}
+
+/** The OpenAPI 3.1 document, with the security schemes the deployments use. */
+export function openApiDocument(app: OpenAPIHono<TenantEnv>) {
+  return app.getOpenAPI31Document({ ...API_INFO, security: [{ bearer: [] }, { sigv4: [] }] });
+}
+
+/**
+ * The document as the code describes it, built without any service behind the routes: for the
+ * committed `docs/openapi.json` and the test that keeps it in step.
+ */
+export function describeApi(config: HourglassConfig, logger: Logger) {
+  const unavailable = () => {
+    throw new Error("documentation-only app: no services behind it");
+  };
+  const events = new Proxy({}, { get: unavailable }) as EventService;
+  return openApiDocument(createApp({ config, logger, events, health: unavailable }));
 }

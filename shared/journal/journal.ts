@@ -41,6 +41,7 @@ const PARALLEL_TRANSACTIONS = 4;
  */
 export class EventJournal {
   private readonly doc: DynamoDBDocumentClient;
+  private readonly reader: DynamoDBDocumentClient;
   /** Payload reads made in the same tick go out as one BatchGetItem (up to 100 keys). */
   private readonly payloads = new DataLoader<string, JournalItem | undefined>(
     async (keys) => {
@@ -50,12 +51,18 @@ export class EventJournal {
     { cache: false, maxBatchSize: 100 },
   );
 
+  /**
+   * @param readClient a client with its own connections for the worker's payload reads, so a
+   *   backlog of completion writes never delays a handler's start. @default `client`
+   */
   constructor(
     client: DynamoDBClient,
     readonly table: string,
     private readonly retentionSeconds: number,
+    readClient: DynamoDBClient = client,
   ) {
     this.doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+    this.reader = readClient === client ? this.doc : DynamoDBDocumentClient.from(readClient);
   }
 
   /** Writes one event unless its id exists; a repeat returns the existing item instead. */
@@ -162,7 +169,7 @@ export class EventJournal {
         };
       for (let round = 0; request && Object.keys(request).length > 0; round++) {
         if (round > 0) await sleep(Math.min(1_000, 20 * 2 ** round));
-        const reply = await this.doc.send(new BatchGetCommand({ RequestItems: request }));
+        const reply = await this.reader.send(new BatchGetCommand({ RequestItems: request }));
         for (const item of reply.Responses?.[this.table] ?? [])
           found.set(item.pk as string, item as JournalItem);
         request = reply.UnprocessedKeys as typeof request;

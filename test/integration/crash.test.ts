@@ -169,7 +169,7 @@ describe("a crash between two steps loses nothing", () => {
     const { messages, transport } = captured();
     const { service } = engine({ transport });
     await service.schedule(tenant, { id: "started", type: "test.record", payload: {}, delaySeconds: 0 });
-    const { worker } = engine({ transport, index: crashOn(hg.index, "start", "after") });
+    const { worker } = engine({ transport, index: crashOn(hg.index, "startMany", "after") });
     await expect(worker.process(messages[0]!)).rejects.toBeInstanceOf(Crash);
     expect(await hg.index.inspect(`${tenant}/started`)).toMatchObject({ status: "running", attempt: 1 });
     const done = await survives("started", tenant);
@@ -194,7 +194,7 @@ describe("a crash between two steps loses nothing", () => {
     const { messages, transport } = captured();
     const { service } = engine({ transport });
     await service.schedule(tenant, { id: "unacked", type: "test.record", payload: {}, delaySeconds: 0 });
-    const { worker } = engine({ transport, index: crashOn(hg.index, "ack", "before") });
+    const { worker } = engine({ transport, index: crashOn(hg.index, "ackMany", "before") });
     await expect(worker.process(messages[0]!)).rejects.toBeInstanceOf(Crash);
     expect((await hg.journal!.get(tenant, "unacked"))?.status).toBe("succeeded");
     expect(await hg.index.inspect(`${tenant}/unacked`)).toMatchObject({ status: "running" });

@@ -1,28 +1,45 @@
 --[[
-  Finishes a running event after its handler succeeded: it leaves the index entirely.
+  Finishes running events whose handlers succeeded: they leave the index entirely. Takes many
+  events at once, so a worker's batch costs one round trip.
 
   KEYS[1] leased   KEYS[2] body   KEYS[3] meta   KEYS[4] stats
-  ARGV[1] member   ARGV[2] gen
+  ARGV[1..] pairs: member, gen
 
-  Returns:
-    {0}           OK
-    {5, status}   STALE: not running under this gen (cancelled, superseded); nothing changed
-    {4}           NOT_FOUND
+  Returns two fields per event, in order:
+    0, ""        OK
+    5, status    STALE: not running under this gen (cancelled, superseded); nothing changed
+    4, ""        NOT_FOUND
 ]]
 -- @include state
 
-local member = ARGV[1]
-local body = redis.call("HGET", KEYS[2], member)
-if not body then
-  return {4}
-end
-local status, _, gen = readMeta(KEYS[3], member, 0)
-if status ~= "running" or gen ~= tonumber(ARGV[2]) then
-  return {5, status}
+local out = {}
+local done = {}
+local acked = {}
+
+for i = 1, #ARGV, 2 do
+  local member = ARGV[i]
+  local body = redis.call("HGET", KEYS[2], member)
+  if not body then
+    out[#out + 1] = 4; out[#out + 1] = ""
+  else
+    local status, _, gen = readMeta(KEYS[3], member, 0)
+    if acked[member] then
+      out[#out + 1] = 5; out[#out + 1] = "succeeded"
+    elseif status ~= "running" or gen ~= tonumber(ARGV[i + 1]) then
+      out[#out + 1] = 5; out[#out + 1] = status
+    else
+      acked[member] = true
+      done[#done + 1] = member
+      countStats(member, body, "running", "succeeded")
+      out[#out + 1] = 0; out[#out + 1] = ""
+    end
+  end
 end
 
-redis.call("ZREM", KEYS[1], member)
-redis.call("HDEL", KEYS[2], member)
-redis.call("HDEL", KEYS[3], member)
-bumpStats(KEYS[4], member, body, "running", "succeeded")
-return {0}
+if #done > 0 then
+  callInSlices("ZREM", KEYS[1], done)
+  callInSlices("HDEL", KEYS[2], done)
+  callInSlices("HDEL", KEYS[3], done)
+end
+flushStats(KEYS[4])
+return out

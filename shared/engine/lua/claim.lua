@@ -22,6 +22,9 @@ local dueUntil = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local leaseMs = tonumber(ARGV[4])
 local out = {0}
+local leases = {}
+local metas = {}
+local fromDue = {}
 
 local function claim(member, status, attempt, gen, runAt, redelivered)
   local body = redis.call("HGET", KEYS[3], member)
@@ -32,9 +35,11 @@ local function claim(member, status, attempt, gen, runAt, redelivered)
     redis.call("HDEL", KEYS[4], member)
     return
   end
-  writeMeta(KEYS[4], member, "dispatched", attempt, gen + 1, runAt)
-  redis.call("ZADD", KEYS[2], math.max(runAt, now) + leaseMs, member)
-  bumpStats(KEYS[5], member, body, status, "dispatched")
+  metas[#metas + 1] = member
+  metas[#metas + 1] = formatMeta("dispatched", attempt, gen + 1, runAt)
+  leases[#leases + 1] = math.max(runAt, now) + leaseMs
+  leases[#leases + 1] = member
+  countStats(member, body, status, "dispatched")
   out[#out + 1] = member
   out[#out + 1] = runAt
   out[#out + 1] = attempt
@@ -52,11 +57,21 @@ local room = limit - #expired
 if room > 0 then
   local due = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", dueUntil, "WITHSCORES", "LIMIT", 0, room)
   for i = 1, #due, 2 do
-    local member = due[i]
-    local status, attempt, gen, runAt = readMeta(KEYS[4], member, tonumber(due[i + 1]))
-    redis.call("ZREM", KEYS[1], member)
-    claim(member, status, attempt, gen, tonumber(due[i + 1]), 0)
+    local member, runAt = due[i], tonumber(due[i + 1])
+    local status, attempt, gen = readMeta(KEYS[4], member, runAt)
+    fromDue[#fromDue + 1] = member
+    claim(member, status, attempt, gen, runAt, 0)
   end
 end
 
+if #fromDue > 0 then
+  callInSlices("ZREM", KEYS[1], fromDue)
+end
+if #metas > 0 then
+  callInSlices("HSET", KEYS[4], metas)
+end
+if #leases > 0 then
+  callInSlices("ZADD", KEYS[2], leases)
+end
+flushStats(KEYS[5])
 return out

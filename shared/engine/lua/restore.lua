@@ -26,9 +26,10 @@ for i = 2, #ARGV, 5 do
     else
       redis.call("ZADD", KEYS[1], runAt, member)
     end
-    bumpStats(KEYS[5], member, body, false, status)
+    countStats(member, body, false, status)
     codes[#codes + 1] = 10
   end
 end
 
+flushStats(KEYS[5])
 return codes

@@ -17,6 +17,8 @@ local now = tonumber(ARGV[1])
 local dispatchUntil = tonumber(ARGV[2])
 local leaseMs = tonumber(ARGV[3])
 local codes = {}
+local due = {}
+local leased = {}
 
 for i = 4, #ARGV, 3 do
   local member, runAt, body = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
@@ -24,14 +26,23 @@ for i = 4, #ARGV, 3 do
     codes[#codes + 1] = 3
   elseif runAt <= dispatchUntil then
     writeMeta(KEYS[4], member, "dispatched", 0, 1, runAt)
-    redis.call("ZADD", KEYS[2], math.max(runAt, now) + leaseMs, member)
-    bumpStats(KEYS[5], member, body, false, "dispatched")
+    leased[#leased + 1] = math.max(runAt, now) + leaseMs
+    leased[#leased + 1] = member
+    countStats(member, body, false, "dispatched")
     codes[#codes + 1] = 2
   else
-    redis.call("ZADD", KEYS[1], runAt, member)
-    bumpStats(KEYS[5], member, body, false, "scheduled")
+    due[#due + 1] = runAt
+    due[#due + 1] = member
+    countStats(member, body, false, "scheduled")
     codes[#codes + 1] = 1
   end
 end
 
+if #due > 0 then
+  callInSlices("ZADD", KEYS[1], due)
+end
+if #leased > 0 then
+  callInSlices("ZADD", KEYS[2], leased)
+end
+flushStats(KEYS[5])
 return codes

@@ -1,42 +1,62 @@
 --[[
-  Marks a dispatched event as running, if the message that asks is the current one. This is the
-  gate behind "never early", "cancel means cancel" and "one run per dispatch".
+  Marks dispatched events as running, each only if the message that asks is the current one. This
+  is the gate behind "never early", "cancel means cancel" and "one run per dispatch". Takes many
+  events at once, so a worker's batch costs one round trip.
 
   KEYS[1] leased   KEYS[2] body   KEYS[3] meta   KEYS[4] stats
-  ARGV[1] member   ARGV[2] gen (from the message)   ARGV[3] now (ms)   ARGV[4] run lease (ms)
+  ARGV[1] now (ms)   ARGV[2] run lease (ms)   ARGV[3..] pairs: member, gen (from the message)
 
-  Returns:
-    {0, attempt, body}   OK: running now, attempt counted
-    {4}                  NOT_FOUND: not in the index (finished, cancelled, or Redis lost it)
-    {5, status}          STALE: superseded by a later dispatch, a reschedule or a cancel
-    {6}                  DUPLICATE: this dispatch is already running elsewhere
-    {7, runAt}           EARLY: the event is not due yet; the caller must wait
+  Returns three fields per event, in order:
+    0, attempt, body   OK: running now, attempt counted
+    4, "", ""          NOT_FOUND: not in the index (finished, cancelled, or Redis lost it)
+    5, status, ""      STALE: superseded by a later dispatch, a reschedule or a cancel
+    6, "", ""          DUPLICATE: this dispatch is already running elsewhere
+    7, runAt, ""       EARLY: the event is not due yet; the caller must wait
 ]]
 -- @include state
 
-local member = ARGV[1]
-local gen = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
+local now = tonumber(ARGV[1])
+local deadline = now + tonumber(ARGV[2])
+local out = {}
+local leases = {}
+local started = {}
+local metas = {}
 
-local body = redis.call("HGET", KEYS[2], member)
-if not body then
-  return {4}
-end
-local status, attempt, currentGen, runAt = readMeta(KEYS[3], member, 0)
-if currentGen ~= gen then
-  return {5, status}
-end
-if status == "running" then
-  return {6}
-end
-if status ~= "dispatched" then
-  return {5, status}
-end
-if now < runAt then
-  return {7, runAt}
+for i = 3, #ARGV, 2 do
+  local member, gen = ARGV[i], tonumber(ARGV[i + 1])
+  local body = redis.call("HGET", KEYS[2], member)
+  if not body then
+    out[#out + 1] = 4; out[#out + 1] = ""; out[#out + 1] = ""
+  elseif started[member] then
+    -- The same message twice in one call: the first one runs.
+    out[#out + 1] = 6; out[#out + 1] = ""; out[#out + 1] = ""
+  else
+    local status, attempt, currentGen, runAt = readMeta(KEYS[3], member, 0)
+    if currentGen ~= gen then
+      out[#out + 1] = 5; out[#out + 1] = status; out[#out + 1] = ""
+    elseif status == "running" then
+      out[#out + 1] = 6; out[#out + 1] = ""; out[#out + 1] = ""
+    elseif status ~= "dispatched" then
+      out[#out + 1] = 5; out[#out + 1] = status; out[#out + 1] = ""
+    elseif now < runAt then
+      out[#out + 1] = 7; out[#out + 1] = runAt; out[#out + 1] = ""
+    else
+      started[member] = true
+      metas[#metas + 1] = member
+      metas[#metas + 1] = formatMeta("running", attempt + 1, gen, runAt)
+      leases[#leases + 1] = deadline
+      leases[#leases + 1] = member
+      countStats(member, body, "dispatched", "running")
+      out[#out + 1] = 0; out[#out + 1] = attempt + 1; out[#out + 1] = body
+    end
+  end
 end
 
-writeMeta(KEYS[3], member, "running", attempt + 1, gen, runAt)
-redis.call("ZADD", KEYS[1], now + tonumber(ARGV[4]), member)
-bumpStats(KEYS[4], member, body, "dispatched", "running")
-return {0, attempt + 1, body}
+if #metas > 0 then
+  callInSlices("HSET", KEYS[3], metas)
+end
+if #leases > 0 then
+  callInSlices("ZADD", KEYS[1], leases)
+end
+flushStats(KEYS[4])
+return out

@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import type { Hourglass } from "../../hourglass.ts";
-import { checkHealth } from "../health.ts";
+import type { EventService } from "../../events/service.ts";
+import type { HealthReport } from "../health.ts";
 import { Event, EventPage, Health, IdParam, json, PageQuery, problems, Stats } from "../schemas.ts";
 import { serializeEvent } from "../serialize.ts";
 import type { TenantEnv } from "../tenancy.ts";
@@ -43,8 +43,7 @@ export const healthRoute = createRoute({
   },
 });
 
-export function mountOperationRoutes(app: OpenAPIHono<TenantEnv>, hourglass: Hourglass): void {
-  const { events } = hourglass;
+export function mountOperationRoutes(app: OpenAPIHono<TenantEnv>, events: EventService): void {
   app.openapi(deadLettersRoute, async (c) => {
     const { limit, cursor } = c.req.valid("query");
     const page = await events.deadLetters(c.get("tenant"), limit, cursor);
@@ -61,9 +60,9 @@ export function mountOperationRoutes(app: OpenAPIHono<TenantEnv>, hourglass: Hou
   app.openapi(statsRoute, async (c) => c.json(await events.stats(c.get("tenant")), 200));
 }
 
-export function mountHealthRoute(app: OpenAPIHono<TenantEnv>, hourglass: Hourglass): void {
+export function mountHealthRoute(app: OpenAPIHono<TenantEnv>, health: () => Promise<HealthReport>): void {
   app.openapi(healthRoute, async (c) => {
-    const report = await checkHealth(hourglass);
+    const report = await health();
     return c.json(report, report.status === "ok" ? 200 : 503);
   });
 }

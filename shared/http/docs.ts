@@ -1,0 +1,52 @@
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { TenantEnv } from "./tenancy.ts";
+
+const SWAGGER_UI_VERSION = "5.35.0";
+const ASSETS = { "swagger-ui.css": "text/css", "swagger-ui-bundle.js": "text/javascript" } as const;
+
+/**
+ * Where Swagger UI's two assets come from: the installed `swagger-ui-dist` when it is there (local
+ * mode, no network needed), otherwise the same pinned version from a CDN (inside a Lambda bundle,
+ * which does not carry them).
+ */
+function localAssetsDir(): string | undefined {
+  try {
+    return dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
+  } catch {
+    return undefined;
+  }
+}
+
+/** `/docs`: a readable reference of the API, rendered by Swagger UI from `/openapi.json`. */
+export function mountDocs(app: OpenAPIHono<TenantEnv>): void {
+  const local = localAssetsDir();
+  const base = local ? "/docs/assets" : `https://cdn.jsdelivr.net/npm/swagger-ui-dist@${SWAGGER_UI_VERSION}`;
+  app.get("/docs", (c) =>
+    c.html(`<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>Hourglass API reference</title>
+  <link rel="stylesheet" href="${base}/swagger-ui.css">
+</head>
+<body>
+  <div id="reference"></div>
+  <script src="${base}/swagger-ui-bundle.js"></script>
+  <script>
+    window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#reference", deepLinking: true, tryItOutEnabled: true });
+  </script>
+</body>
+</html>`),
+  );
+  if (!local) return;
+  app.get("/docs/assets/:file", async (c) => {
+    const file = c.req.param("file") as keyof typeof ASSETS;
+    if (!(file in ASSETS)) return c.notFound();
+    const content = await readFile(join(local, file));
+    return c.body(content, 200, { "content-type": ASSETS[file], "cache-control": "public, max-age=86400" });
+  });
+}
