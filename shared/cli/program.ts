@@ -1,0 +1,228 @@
+import { readFileSync } from "node:fs";
+import { Command, InvalidArgumentError, Option } from "commander";
+import ms from "ms";
+import { type EventBody, HourglassApiError, HourglassClient } from "../client/client.ts";
+import { importEvents } from "./import.ts";
+import { eventDetails, eventTable, output } from "./output.ts";
+
+interface Globals {
+  url: string;
+  token?: string;
+  sigv4?: boolean;
+  region?: string;
+  json?: boolean;
+}
+
+function duration(value: string): number {
+  const parsed = ms(value as ms.StringValue);
+  if (typeof parsed !== "number" || Number.isNaN(parsed) || parsed < 0) {
+    throw new InvalidArgumentError('a duration such as "90s", "15m", "2h" or "3d"');
+  }
+  return parsed / 1000;
+}
+
+function instant(value: string): string {
+  const time = Date.parse(value);
+  if (Number.isNaN(time)) throw new InvalidArgumentError("an ISO-8601 time such as 2027-01-01T09:00:00Z");
+  return new Date(time).toISOString();
+}
+
+/** `--payload '{"a":1}'` or `--payload @file.json`. */
+function payload(value: string): unknown {
+  const text = value.startsWith("@") ? readFileSync(value.slice(1), "utf8") : value;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new InvalidArgumentError("JSON, or @file with JSON in it");
+  }
+}
+
+function when(options: { in?: number; at?: string }) {
+  if ((options.in === undefined) === (options.at === undefined)) {
+    throw new InvalidArgumentError("give exactly one of --in and --at");
+  }
+  return options.at !== undefined ? { runAt: options.at } : { delaySeconds: options.in };
+}
+
+/** The `hourglass` command line. */
+export function program(): Command {
+  const root = new Command("hourglass")
+    .description("Schedule, inspect and cancel Hourglass events")
+    .addOption(
+      new Option("--url <url>", "the Hourglass API").env("HOURGLASS_URL").default("http://127.0.0.1:3000"),
+    )
+    .addOption(new Option("--token <token>", "bearer token").env("HOURGLASS_TOKEN"))
+    .option("--sigv4", "sign requests with AWS SigV4 (API Gateway IAM auth)")
+    .addOption(new Option("--region <region>", "AWS region for --sigv4").env("AWS_REGION"))
+    .option("--json", "print JSON, for scripts")
+    .showHelpAfterError();
+
+  const context = (command: Command) => {
+    const globals = command.optsWithGlobals<Globals>();
+    const client = new HourglassClient({
+      url: globals.url,
+      ...(globals.token && { token: globals.token }),
+      ...(globals.sigv4 && { sigv4: globals.region ? { region: globals.region } : true }),
+    });
+    return { client, out: output(Boolean(globals.json)) };
+  };
+
+  root
+    .command("schedule")
+    .description("schedule an event")
+    .requiredOption("--type <type>", "event type, such as webhook")
+    .option("--in <duration>", "run after this long (90s, 15m, 2h, 3d)", duration)
+    .option("--at <time>", "run at this ISO-8601 time", instant)
+    .option("--payload <json|@file>", "the payload", payload, null)
+    .option("--id <id>", "your idempotency key")
+    .option("--max-attempts <n>", "attempts before the dead letters", (v) => Number.parseInt(v, 10))
+    .action(async (options, command: Command) => {
+      const { client, out } = context(command);
+      const event = await client.schedule({
+        type: options.type,
+        payload: options.payload,
+        ...when(options),
+        ...(options.id && { id: options.id }),
+        ...(options.maxAttempts && { maxAttempts: options.maxAttempts }),
+      });
+      out.print(
+        event,
+        () =>
+          `scheduled ${event.id} (${event.type}) for ${event.runAt}${event.overdue ? " — already due, runs now" : ""}`,
+      );
+    });
+
+  root
+    .command("get <id>")
+    .description("show one event")
+    .action(async (id: string, _options, command: Command) => {
+      const { client, out } = context(command);
+      const event = await client.get(id);
+      out.print(event, () => eventDetails(event));
+    });
+
+  root
+    .command("cancel <id>")
+    .description("cancel an event that has not started")
+    .action(async (id: string, _options, command: Command) => {
+      const { client, out } = context(command);
+      const event = await client.cancel(id);
+      out.print(event, () => `cancelled ${event.id}`);
+    });
+
+  root
+    .command("reschedule <id>")
+    .description("move an event that has not started")
+    .option("--in <duration>", "run after this long", duration)
+    .option("--at <time>", "run at this ISO-8601 time", instant)
+    .action(async (id: string, options, command: Command) => {
+      const { client, out } = context(command);
+      const event = await client.reschedule(id, when(options));
+      out.print(event, () => `rescheduled ${event.id} for ${event.runAt}`);
+    });
+
+  root
+    .command("ls")
+    .description("list events, newest first")
+    .option("--status <status>", "scheduled, dispatched, running, succeeded, retrying, dead or cancelled")
+    .option("--type <type>", "only this type")
+    .option("--limit <n>", "how many at most", (v) => Number.parseInt(v, 10), 25)
+    .action(async (options, command: Command) => {
+      const { client, out } = context(command);
+      const events: EventBody[] = [];
+      for await (const event of client.listAll({
+        status: options.status,
+        type: options.type,
+        limit: Math.min(100, options.limit),
+      })) {
+        events.push(event);
+        if (events.length >= options.limit) break;
+      }
+      out.print(events, () => eventTable(events));
+    });
+
+  root
+    .command("stats")
+    .description("counts by status and type, overdue lag, index size")
+    .action(async (_options, command: Command) => {
+      const { client, out } = context(command);
+      const stats = await client.stats();
+      out.print(stats, () =>
+        [
+          `index size: ${stats.indexSize}    oldest overdue: ${stats.oldestOverdueMs} ms`,
+          ...Object.entries(stats.byStatus).map(([status, count]) => `  ${status.padEnd(11)} ${count}`),
+          ...Object.entries(stats.byType).map(([type, counts]) => `type ${type}: ${JSON.stringify(counts)}`),
+        ].join("\n"),
+      );
+    });
+
+  const dlq = root.command("dlq").description("dead letters");
+  dlq
+    .command("ls")
+    .description("list dead letters")
+    .option("--limit <n>", "how many at most", (v) => Number.parseInt(v, 10), 25)
+    .action(async (options, command: Command) => {
+      const { client, out } = context(command);
+      const events: EventBody[] = [];
+      for await (const event of client.deadLettersAll({ limit: Math.min(100, options.limit) })) {
+        events.push(event);
+        if (events.length >= options.limit) break;
+      }
+      out.print(events, () => eventTable(events));
+    });
+  dlq
+    .command("replay <id>")
+    .description("run a dead letter again, now")
+    .action(async (id: string, _options, command: Command) => {
+      const { client, out } = context(command);
+      const event = await client.replay(id);
+      out.print(event, () => `replayed ${event.id}: ${event.status} for ${event.runAt}`);
+    });
+
+  root
+    .command("import <file>")
+    .description("import events from NDJSON (one ScheduleEvent per line); safe to run again")
+    .option("--batch <n>", "events per request (1 to 500)", (v) => Number.parseInt(v, 10), 500)
+    .option("--progress", "show a progress bar (default: when stderr is a terminal)")
+    .option("--no-progress", "never show a progress bar")
+    .action(async (file: string, options, command: Command) => {
+      const { client, out } = context(command);
+      const summary = await importEvents(client, file, {
+        batch: Math.max(1, Math.min(500, options.batch)),
+        progress: options.progress ?? (!out.json && process.stderr.isTTY === true),
+      });
+      out.print(summary, () =>
+        [
+          `created ${summary.created}, already there ${summary.existing}, failed ${summary.failed.length}`,
+          ...summary.failed.slice(0, 20).map((f) => `  line ${f.line}: ${f.status} ${f.detail}`),
+        ].join("\n"),
+      );
+      if (summary.failed.length > 0) process.exitCode = 1;
+    });
+
+  return root;
+}
+
+/** Runs the CLI; API problems are printed as one line (or as JSON) with exit code 1. */
+export async function main(argv: string[]): Promise<void> {
+  const cli = program();
+  try {
+    await cli.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof HourglassApiError) {
+      if (argv.includes("--json")) process.stdout.write(`${JSON.stringify(error.problem, null, 2)}\n`);
+      else
+        process.stderr.write(
+          `hourglass: ${error.message}\n${(error.problem.errors ?? []).map((e) => `  ${e.path}: ${e.message}\n`).join("")}`,
+        );
+      process.exitCode = 1;
+      return;
+    }
+    if (error instanceof InvalidArgumentError) {
+      process.stderr.write(`hourglass: ${error.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    throw error;
+  }
+}

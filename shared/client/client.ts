@@ -1,0 +1,170 @@
+import ky, { HTTPError, type KyInstance } from "ky";
+import type { z } from "zod";
+import type { RescheduleInput, ScheduleInput } from "../events/schema.ts";
+import type {
+  BatchResponse,
+  Event,
+  EventPage,
+  Health,
+  ProblemSchema,
+  ScheduledEvent,
+  Stats,
+} from "../http/schemas.ts";
+import { idFactory } from "../ids.ts";
+import { type SigV4Options, sigV4Signer } from "./sigv4.ts";
+
+export type EventBody = z.infer<typeof Event>;
+export type ScheduledEventBody = z.infer<typeof ScheduledEvent>;
+export type EventPageBody = z.infer<typeof EventPage>;
+export type BatchResponseBody = z.infer<typeof BatchResponse>;
+export type StatsBody = z.infer<typeof Stats>;
+export type HealthBody = z.infer<typeof Health>;
+export type ProblemBody = z.infer<typeof ProblemSchema>;
+
+export interface ClientOptions {
+  /** Where the API is, such as `http://127.0.0.1:3000` or the API Gateway stage URL. */
+  readonly url: string;
+  /** A bearer token (local mode with HOURGLASS_API_TOKENS). */
+  readonly token?: string;
+  /** Sign every request with SigV4 (API Gateway IAM authorization). */
+  readonly sigv4?: boolean | SigV4Options;
+  /** Retries on 408, 429 and 5xx, with exponential backoff and jitter. @default 3 */
+  readonly retries?: number;
+  /** @default 30000 */
+  readonly timeoutMs?: number;
+}
+
+/** The API answered with a problem document. */
+export class HourglassApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly problem: ProblemBody,
+  ) {
+    super(`${status} ${problem.title}${problem.detail ? `: ${problem.detail}` : ""}`);
+    this.name = "HourglassApiError";
+  }
+}
+
+export type ListQuery = {
+  readonly status?: string;
+  readonly type?: string;
+  readonly limit?: number;
+  readonly cursor?: string;
+};
+
+/**
+ * A typed client for every route of the Hourglass API. Scheduling without an id gets one from the
+ * client, so a retried request can never create the event twice.
+ */
+export class HourglassClient {
+  private readonly http: KyInstance;
+  private readonly newId = idFactory();
+
+  constructor(options: ClientOptions) {
+    const sign = options.sigv4 ? sigV4Signer(options.sigv4 === true ? {} : options.sigv4) : undefined;
+    this.http = ky.create({
+      prefixUrl: options.url.replace(/\/+$/, ""),
+      timeout: options.timeoutMs ?? 30_000,
+      retry: {
+        limit: options.retries ?? 3,
+        methods: ["get", "post", "patch", "delete"],
+        statusCodes: [408, 429, 500, 502, 503, 504],
+        backoffLimit: 10_000,
+        jitter: true,
+      },
+      headers: options.token ? { authorization: `Bearer ${options.token}` } : {},
+      hooks: {
+        beforeRequest: sign ? [(request) => sign(request)] : [],
+      },
+    });
+  }
+
+  schedule(input: ScheduleInput): Promise<ScheduledEventBody> {
+    return this.call("post", "v1/events", { ...input, id: input.id ?? this.newId() });
+  }
+
+  /** Up to 500 events; each item gets its own result. */
+  scheduleBatch(events: readonly ScheduleInput[]): Promise<BatchResponseBody> {
+    return this.call("post", "v1/events/batch", {
+      events: events.map((e) => ({ ...e, id: e.id ?? this.newId() })),
+    });
+  }
+
+  get(id: string): Promise<EventBody> {
+    return this.call("get", `v1/events/${encodeURIComponent(id)}`);
+  }
+
+  reschedule(id: string, input: RescheduleInput): Promise<EventBody> {
+    return this.call("patch", `v1/events/${encodeURIComponent(id)}`, input);
+  }
+
+  cancel(id: string): Promise<EventBody> {
+    return this.call("delete", `v1/events/${encodeURIComponent(id)}`);
+  }
+
+  list(query: ListQuery = {}): Promise<EventPageBody> {
+    return this.call("get", "v1/events", undefined, query);
+  }
+
+  /** Every event matching the query, page after page. */
+  listAll(query: Omit<ListQuery, "cursor"> = {}): AsyncIterable<EventBody> {
+    return this.pages((cursor) => this.list({ ...query, cursor }));
+  }
+
+  stats(): Promise<StatsBody> {
+    return this.call("get", "v1/stats");
+  }
+
+  deadLetters(query: Pick<ListQuery, "limit" | "cursor"> = {}): Promise<EventPageBody> {
+    return this.call("get", "v1/dead-letters", undefined, query);
+  }
+
+  deadLettersAll(query: Pick<ListQuery, "limit"> = {}): AsyncIterable<EventBody> {
+    return this.pages((cursor) => this.deadLetters({ ...query, cursor }));
+  }
+
+  replay(id: string): Promise<EventBody> {
+    return this.call("post", `v1/dead-letters/${encodeURIComponent(id)}/replay`);
+  }
+
+  health(): Promise<HealthBody> {
+    return this.call("get", "health");
+  }
+
+  private async *pages(
+    fetchPage: (cursor: string | undefined) => Promise<EventPageBody>,
+  ): AsyncIterable<EventBody> {
+    let cursor: string | undefined;
+    do {
+      const page = await fetchPage(cursor);
+      yield* page.events;
+      cursor = page.cursor;
+    } while (cursor);
+  }
+
+  private async call<T>(
+    method: "get" | "post" | "patch" | "delete",
+    path: string,
+    json?: unknown,
+    query?: Record<string, string | number | undefined>,
+  ): Promise<T> {
+    const searchParams = Object.fromEntries(
+      Object.entries(query ?? {}).filter(
+        (entry): entry is [string, string | number] => entry[1] !== undefined,
+      ),
+    );
+    try {
+      return await this.http(path, { method, json, searchParams }).json<T>();
+    } catch (error) {
+      if (error instanceof HTTPError) {
+        const problem = (await error.response.json().catch(() => ({
+          type: "about:blank",
+          title: error.response.statusText,
+          status: error.response.status,
+        }))) as ProblemBody;
+        throw new HourglassApiError(error.response.status, problem);
+      }
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,47 @@
+import { defaultProvider } from "@aws-sdk/credential-provider-node";
+import { Hash } from "@smithy/hash-node";
+import { SignatureV4 } from "@smithy/signature-v4";
+
+export interface SigV4Options {
+  /** @default process.env.AWS_REGION */
+  readonly region?: string;
+  /** @default "execute-api" (API Gateway IAM authorization) */
+  readonly service?: string;
+}
+
+/**
+ * Signs requests for API Gateway's IAM authorization with the AWS SDK's own signer and the
+ * standard credential chain (environment, shared config and SSO, instance and container roles).
+ */
+export function sigV4Signer(options: SigV4Options = {}) {
+  const region = options.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+  if (!region) throw new Error("SigV4 signing needs a region: set AWS_REGION or pass { region }");
+  const signer = new SignatureV4({
+    service: options.service ?? "execute-api",
+    region,
+    credentials: defaultProvider(),
+    sha256: Hash.bind(null, "sha256"),
+  });
+  return async (request: Request): Promise<Request> => {
+    const url = new URL(request.url);
+    const body = request.body ? await request.clone().text() : undefined;
+    const headers: Record<string, string> = { host: url.host };
+    request.headers.forEach((value, key) => {
+      headers[key] = value;
+    });
+    const signed = await signer.sign({
+      method: request.method,
+      protocol: url.protocol,
+      hostname: url.hostname,
+      port: url.port ? Number(url.port) : undefined,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      headers,
+      body,
+    });
+    const result = new Headers(request.headers);
+    for (const [key, value] of Object.entries(signed.headers))
+      if (key !== "host") result.set(key, String(value));
+    return new Request(request, { headers: result });
+  };
+}
