@@ -39,6 +39,7 @@ export async function benchHourglass(
     HOURGLASS_JOURNAL: mode === "full" ? "true" : "false",
     HOURGLASS_EVENTS_TABLE: `${name}-events`,
     HOURGLASS_LEASES_TABLE: `${name}-leases`,
+    HOURGLASS_LEDGER_TABLE: `${name}-ledger`,
     HOURGLASS_QUEUE_NAME: `${name}-work`,
     HOURGLASS_CLAIM_BATCH: "1000",
     LOG_LEVEL: "SILENT",
@@ -47,9 +48,7 @@ export async function benchHourglass(
     await provision({
       dynamo: createDynamoClient(),
       sqs: createSqsClient(),
-      eventsTable: config.tables.events,
-      leasesTable: config.tables.leases,
-      queueName: config.queue.name,
+      config: config,
     });
   }
   const samples: Sample[] = [];

@@ -23,9 +23,7 @@ const sqs = createSqsClient();
 await provision({
   dynamo,
   sqs,
-  eventsTable: config.tables.events,
-  leasesTable: config.tables.leases,
-  queueName: config.queue.name,
+  config: config,
 });
 dynamo.destroy();
 sqs.destroy();

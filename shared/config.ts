@@ -40,6 +40,8 @@ const schema = z.object({
   HOURGLASS_SHARD_GROUPS: int(1, 1024).default(4),
   HOURGLASS_EVENTS_TABLE: z.string().min(3).default("hourglass-events"),
   HOURGLASS_LEASES_TABLE: z.string().min(3).default("hourglass-leases"),
+  HOURGLASS_LEDGER_TABLE: z.string().min(3).default("hourglass-ledger"),
+  HOURGLASS_LEDGER_SNAPSHOT_EVERY: int(2, 100_000).default(500),
   HOURGLASS_QUEUE_URL: z.string().url().optional(),
   HOURGLASS_QUEUE_NAME: z.string().min(1).default("hourglass-work"),
   HOURGLASS_TICK_MS: int(50, 300_000).optional(),
@@ -78,7 +80,9 @@ export interface HourglassConfig {
   readonly shards: number;
   /** Dispatchers lease shards in this many groups, so several can share the work. */
   readonly shardGroups: number;
-  readonly tables: { readonly events: string; readonly leases: string };
+  readonly tables: { readonly events: string; readonly leases: string; readonly ledger: string };
+  /** A snapshot summarises a SKU's ledger once this many entries follow the last one. */
+  readonly ledgerSnapshotEvery: number;
   readonly queue: { readonly url: string | undefined; readonly name: string };
   readonly tickMs: number;
   readonly lookAheadMs: number;
@@ -137,7 +141,12 @@ export function loadConfig(
     keyPrefix: e.HOURGLASS_KEY_PREFIX,
     shards: e.HOURGLASS_SHARDS,
     shardGroups: Math.min(e.HOURGLASS_SHARD_GROUPS, e.HOURGLASS_SHARDS),
-    tables: { events: e.HOURGLASS_EVENTS_TABLE, leases: e.HOURGLASS_LEASES_TABLE },
+    tables: {
+      events: e.HOURGLASS_EVENTS_TABLE,
+      leases: e.HOURGLASS_LEASES_TABLE,
+      ledger: e.HOURGLASS_LEDGER_TABLE,
+    },
+    ledgerSnapshotEvery: e.HOURGLASS_LEDGER_SNAPSHOT_EVERY,
     queue: { url: e.HOURGLASS_QUEUE_URL, name: e.HOURGLASS_QUEUE_NAME },
     tickMs: e.HOURGLASS_TICK_MS ?? defaults.tickMs,
     lookAheadMs: (e.HOURGLASS_LOOKAHEAD_SECONDS ?? defaults.lookAheadSeconds) * 1000,

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { GetQueueUrlCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { createDynamoClient, createSqsClient } from "./aws.ts";
@@ -13,8 +12,10 @@ import { Worker, type WorkerHooks } from "./events/worker.ts";
 import type { HandlerDefinition } from "./handlers/registry.ts";
 import { HandlerRegistry } from "./handlers/registry.ts";
 import { webhookHandler } from "./handlers/webhook.ts";
-import { DispatchLeases } from "./journal/dispatch-lease.ts";
 import { EventJournal } from "./journal/journal.ts";
+import { LeaseService } from "./leases/lease-service.ts";
+import { expiryScheduler, reservationExpiryHandler } from "./ledger/expiry.ts";
+import { StockLedger } from "./ledger/ledger-service.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { SqsTransport } from "./transport/sqs.ts";
 import type { Transport } from "./transport/transport.ts";
@@ -43,6 +44,9 @@ export interface Hourglass {
   readonly queueUrl: string | undefined;
   readonly index: RedisIndex;
   readonly journal: EventJournal | undefined;
+  /** Leases and the stock ledger need DynamoDB; the engine-only mode has neither. */
+  readonly leases: LeaseService | undefined;
+  readonly ledger: StockLedger | undefined;
   readonly registry: HandlerRegistry;
   readonly events: EventService;
   readonly dispatcher: Dispatcher;
@@ -72,6 +76,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
       allowPrivate: config.webhook.allowPrivate,
       timeoutMs: config.webhook.timeoutMs,
     }),
+    reservationExpiryHandler(() => ledger!),
     ...(options.handlers ?? []),
   ]);
   const dynamoReads = createDynamoClient();
@@ -88,7 +93,14 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     logger,
     clock: options.clock ?? Date.now,
   };
-  const leases = config.journal ? new DispatchLeases(dynamo, config.tables.leases, randomUUID()) : undefined;
+  const leases = config.journal ? new LeaseService(dynamo, config.tables.leases, deps.clock) : undefined;
+  const events = new EventService(deps);
+  const ledger = config.journal
+    ? new StockLedger(dynamo, config.tables.ledger, expiryScheduler(events), {
+        snapshotEvery: config.ledgerSnapshotEvery,
+        clock: deps.clock,
+      })
+    : undefined;
   return {
     config,
     logger,
@@ -99,7 +111,9 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     index,
     journal,
     registry,
-    events: new EventService(deps),
+    leases,
+    ledger,
+    events,
     dispatcher: new Dispatcher(deps, leases),
     worker: new Worker(deps, options.workerHooks),
     async close() {

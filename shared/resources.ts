@@ -15,6 +15,7 @@ export interface IndexDefinition {
 
 export interface TableDefinition {
   readonly partitionKey: { readonly name: string; readonly type: AttributeType };
+  readonly sortKey?: { readonly name: string; readonly type: AttributeType };
   readonly indexes: readonly IndexDefinition[];
   readonly ttlAttribute?: string;
 }
@@ -53,6 +54,17 @@ export const LEASES_TABLE: TableDefinition = {
   indexes: [],
   // Lease items never set it: deleting one would reset its fencing token. Other items may.
   ttlAttribute: "ttl",
+};
+
+/**
+ * The reservation ledger: stock counters, append-only ledger entries, snapshots and reservations,
+ * each kind under its own partition-key prefix. Nothing here expires by TTL: the ledger is the
+ * history the counters are checked against.
+ */
+export const LEDGER_TABLE: TableDefinition = {
+  partitionKey: { name: "pk", type: "S" },
+  sortKey: { name: "sk", type: "S" },
+  indexes: [],
 };
 
 export interface QueueDefinition {

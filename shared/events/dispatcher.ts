@@ -1,7 +1,9 @@
+import { randomUUID } from "node:crypto";
 import { ScriptCode } from "../engine/codes.ts";
 import { parseMember } from "../engine/keys.ts";
-import type { DispatchLeases } from "../journal/dispatch-lease.ts";
 import { journalKey, TERMINAL_STATUSES } from "../journal/item.ts";
+import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
+import type { LeaseService } from "../leases/lease-service.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
 import type { DispatchMessage } from "./model.ts";
 
@@ -23,10 +25,15 @@ export interface TickReport {
  * budget is spent. Every so often it also sweeps the journal for events the index lost, and it
  * rebuilds a shard whose epoch marker is gone.
  */
+/** Lease names of the system live under a tenant no client can have (`~` is not allowed in tenants). */
+export const SYSTEM_TENANT = "~system";
+
 export class Dispatcher {
+  private readonly owner = `dispatcher-${randomUUID()}`;
+
   constructor(
     private readonly deps: EngineDeps,
-    private readonly leases: DispatchLeases | undefined,
+    private readonly leases: LeaseService | undefined,
   ) {}
 
   async tick(budgetMs: number): Promise<TickReport> {
@@ -43,14 +50,15 @@ export class Dispatcher {
     };
     await Promise.all(
       this.groups().map(async (shards, group) => {
-        if (this.leases && !(await this.leases.acquire(group, budgetMs + 10_000, clock()))) {
+        const token = await this.leaseGroup(group, budgetMs + 10_000);
+        if (token === null) {
           report.skippedGroups++;
           return;
         }
         try {
           await Promise.all(shards.map((shard) => this.drain(shard, deadline, report)));
         } finally {
-          await this.leases?.release(group);
+          if (token !== undefined) await this.releaseGroup(group, token);
         }
       }),
     );
@@ -66,6 +74,29 @@ export class Dispatcher {
       });
     }
     return report;
+  }
+
+  /**
+   * Takes the group's short lease so overlapping dispatchers split the shards instead of racing
+   * for them. Returns the fencing token, null when another dispatcher holds it, and undefined
+   * when there is no lease service (engine-only mode). Lua atomicity keeps an overlap safe anyway.
+   */
+  private async leaseGroup(group: number, ttlMs: number): Promise<number | null | undefined> {
+    if (!this.leases) return undefined;
+    try {
+      return (await this.leases.acquire(SYSTEM_TENANT, `dispatcher-${group}`, this.owner, ttlMs)).token;
+    } catch (error) {
+      if (error instanceof LeaseHeldError) return null;
+      throw error;
+    }
+  }
+
+  private async releaseGroup(group: number, token: number): Promise<void> {
+    await this.leases!.release(SYSTEM_TENANT, `dispatcher-${group}`, this.owner, token).catch(
+      (error: unknown) => {
+        if (!(error instanceof StaleLeaseError)) throw error;
+      },
+    );
   }
 
   private groups(): number[][] {

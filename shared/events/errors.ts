@@ -1,19 +1,12 @@
+import { type FieldIssue, ValidationError } from "../errors.ts";
 import type { EventStatus, EventView } from "./model.ts";
 
-export interface FieldIssue {
-  /** JSON path of the offending field, such as `events[3].runAt`. */
-  readonly path: string;
-  readonly message: string;
-}
+export type { FieldIssue } from "../errors.ts";
 
-/** Input the engine refuses. Nothing was changed. */
-export class EventValidationError extends Error {
-  constructor(
-    readonly issues: readonly FieldIssue[],
-    /** 400 for malformed requests, 422 for well-formed ones that break a rule. */
-    readonly kind: "malformed" | "unprocessable" = "unprocessable",
-  ) {
-    super(issues.map((i) => `${i.path || "(root)"}: ${i.message}`).join("; "));
+/** An event the engine refuses. Nothing was changed. */
+export class EventValidationError extends ValidationError {
+  constructor(issues: readonly FieldIssue[], kind: "malformed" | "unprocessable" = "unprocessable") {
+    super(issues, kind);
     this.name = "EventValidationError";
   }
 }

@@ -1,10 +1,9 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { FieldIssue } from "../events/errors.ts";
+import { type FieldIssue, ValidationError } from "../errors.ts";
 import {
   EventNotFoundError,
   EventStateConflictError,
-  EventValidationError,
   IdempotencyConflictError,
   JournalRequiredError,
 } from "../events/errors.ts";
@@ -36,7 +35,7 @@ export function sendProblem(c: Context, body: Problem): Response {
  * down gets there, since every input error is caught as a typed error before it.
  */
 export function problemFor(error: unknown): Problem {
-  if (error instanceof EventValidationError) {
+  if (error instanceof ValidationError) {
     return error.kind === "malformed"
       ? problem("malformed-request", "The request is malformed", 400, {
           detail: error.message,

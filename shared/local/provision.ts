@@ -7,9 +7,11 @@ import {
   UpdateTimeToLiveCommand,
 } from "@aws-sdk/client-dynamodb";
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { HourglassConfig } from "../config.ts";
 import {
   EVENTS_TABLE,
   LEASES_TABLE,
+  LEDGER_TABLE,
   type QueueDefinition,
   type TableDefinition,
   WORK_QUEUE,
@@ -22,6 +24,7 @@ export async function ensureTable(
   table: TableDefinition,
 ): Promise<void> {
   const attributes = new Map<string, string>([[table.partitionKey.name, table.partitionKey.type]]);
+  if (table.sortKey) attributes.set(table.sortKey.name, table.sortKey.type);
   for (const index of table.indexes) {
     attributes.set(index.partitionKey.name, index.partitionKey.type);
     attributes.set(index.sortKey.name, index.sortKey.type);
@@ -33,7 +36,10 @@ export async function ensureTable(
       AttributeName,
       AttributeType: AttributeType as "S" | "N",
     })),
-    KeySchema: [{ AttributeName: table.partitionKey.name, KeyType: "HASH" }],
+    KeySchema: [
+      { AttributeName: table.partitionKey.name, KeyType: "HASH" },
+      ...(table.sortKey ? [{ AttributeName: table.sortKey.name, KeyType: "RANGE" as const }] : []),
+    ],
   };
   if (table.indexes.length > 0) {
     input.GlobalSecondaryIndexes = table.indexes.map((index) => ({
@@ -96,16 +102,15 @@ export async function ensureQueue(client: SQSClient, name: string, queue: QueueD
 export interface ProvisionTargets {
   readonly dynamo: DynamoDBClient;
   readonly sqs: SQSClient;
-  readonly eventsTable: string;
-  readonly leasesTable: string;
-  readonly queueName: string;
+  readonly config: Pick<HourglassConfig, "tables" | "queue">;
 }
 
 /** Everything Hourglass needs, created idempotently. Returns the work queue's URL. */
-export async function provision(targets: ProvisionTargets): Promise<string> {
+export async function provision({ dynamo, sqs, config }: ProvisionTargets): Promise<string> {
   await Promise.all([
-    ensureTable(targets.dynamo, targets.eventsTable, EVENTS_TABLE),
-    ensureTable(targets.dynamo, targets.leasesTable, LEASES_TABLE),
+    ensureTable(dynamo, config.tables.events, EVENTS_TABLE),
+    ensureTable(dynamo, config.tables.leases, LEASES_TABLE),
+    ensureTable(dynamo, config.tables.ledger, LEDGER_TABLE),
   ]);
-  return ensureQueue(targets.sqs, targets.queueName, WORK_QUEUE);
+  return ensureQueue(sqs, config.queue.name, WORK_QUEUE);
 }

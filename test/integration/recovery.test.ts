@@ -114,9 +114,7 @@ describe("losing a whole service loses no event", () => {
     await provision({
       dynamo: createDynamoClient(),
       sqs: createSqsClient(),
-      eventsTable: hg.config.tables.events,
-      leasesTable: hg.config.tables.leases,
-      queueName: hg.config.queue.name,
+      config: hg.config,
     });
 
     await allSucceed(

@@ -26,6 +26,7 @@ export async function testHourglass(
     HOURGLASS_KEY_PREFIX: name,
     HOURGLASS_EVENTS_TABLE: `${name}-events`,
     HOURGLASS_LEASES_TABLE: `${name}-leases`,
+    HOURGLASS_LEDGER_TABLE: `${name}-ledger`,
     HOURGLASS_QUEUE_NAME: `${name}-work`,
     HOURGLASS_SHARDS: "4",
     HOURGLASS_SHARD_GROUPS: "2",
@@ -39,9 +40,7 @@ export async function testHourglass(
     await provision({
       dynamo,
       sqs,
-      eventsTable: config.tables.events,
-      leasesTable: config.tables.leases,
-      queueName: config.queue.name,
+      config: config,
     });
   }
   const hourglass = await createHourglass({ logger: silentLogger, ...options, config });
@@ -52,7 +51,7 @@ export async function testHourglass(
       if (keys.length > 0) await hourglass.redis.del(...keys);
       await hourglass.close();
       if (config.journal) {
-        for (const table of [config.tables.events, config.tables.leases]) {
+        for (const table of Object.values(config.tables)) {
           await dynamo.send(new DeleteTableCommand({ TableName: table })).catch(() => {});
         }
         for (const queue of [config.queue.name, `${config.queue.name}-dlq`]) {

@@ -1,0 +1,24 @@
+/** Someone else holds the lease. Carries who, and until when, as the lease item said. */
+export class LeaseHeldError extends Error {
+  constructor(
+    readonly leaseName: string,
+    readonly holder: string,
+    readonly expiresAt: number,
+  ) {
+    super(`lease ${leaseName} is held by ${holder} until ${new Date(expiresAt).toISOString()}`);
+    this.name = "LeaseHeldError";
+  }
+}
+
+/** The owner or token does not match the lease as it stands: it expired and was taken, or never was. */
+export class StaleLeaseError extends Error {
+  constructor(
+    readonly leaseName: string,
+    readonly owner: string,
+    readonly token: number,
+    readonly current: { holder: string | undefined; token: number } | undefined,
+  ) {
+    super(`lease ${leaseName}: owner ${owner} with token ${token} is not the current holder`);
+    this.name = "StaleLeaseError";
+  }
+}

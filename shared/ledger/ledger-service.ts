@@ -1,0 +1,522 @@
+import {
+  ConditionalCheckFailedException,
+  type DynamoDBClient,
+  TransactionCanceledException,
+} from "@aws-sdk/client-dynamodb";
+import {
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+} from "@aws-sdk/lib-dynamodb";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { fieldIssues } from "../events/validate.ts";
+import { idFactory } from "../ids.ts";
+import { decodeCursor, encodeCursor } from "../journal/cursor.ts";
+import {
+  InsufficientStockError,
+  LedgerValidationError,
+  ReservationConflictError,
+  ReservationNotFoundError,
+  ReservationStateError,
+  type Shortage,
+} from "./errors.ts";
+import {
+  apply,
+  type EntryKind,
+  holdInput,
+  type LedgerEntry,
+  MAX_HOLD_ITEMS,
+  type ReconcileReport,
+  type Reservation,
+  type ReservationStatus,
+  receiptInput,
+  type StockLevels,
+  type StockView,
+  view,
+} from "./model.ts";
+
+type TransactItems = NonNullable<TransactWriteCommandInput["TransactItems"]>;
+
+/** Schedules and cancels the event that releases a hold when it expires (the engine's job). */
+export interface ExpiryScheduler {
+  schedule(tenant: string, eventId: string, reservationId: string, at: number): Promise<void>;
+  cancel(tenant: string, eventId: string): Promise<void>;
+}
+
+export interface LedgerOptions {
+  /** A snapshot is written once this many entries follow the last one. */
+  readonly snapshotEvery: number;
+  /**
+   * Entries younger than this are never folded into a snapshot: each write is one transaction
+   * that commits within seconds of its entry's ULID time, so older entries are final.
+   * @default 60000
+   */
+  readonly settleMs?: number;
+  readonly clock?: () => number;
+}
+
+const ZERO: StockLevels = { onHand: 0, held: 0, sold: 0 };
+const CONFLICT_RETRIES = 8;
+
+/**
+ * Stock and time-limited holds, as DynamoDB transactions. Each SKU has a counter item and an
+ * append-only ledger; every change writes both in one transaction, so the counters can always be
+ * recomputed from the ledger. `available >= quantity` is the hold's condition: no oversell.
+ */
+export class StockLedger {
+  private readonly doc: DynamoDBDocumentClient;
+  private readonly newId = idFactory();
+  private readonly clock: () => number;
+  private readonly settleMs: number;
+
+  constructor(
+    client: DynamoDBClient,
+    private readonly table: string,
+    private readonly expiry: ExpiryScheduler,
+    private readonly options: LedgerOptions,
+  ) {
+    this.doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+    this.clock = options.clock ?? Date.now;
+    this.settleMs = options.settleMs ?? 60_000;
+  }
+
+  /**
+   * Stock in. With an id, the receipt is recorded once: a marker item written in the same
+   * transaction makes a repeat a no-op (and the same id with another quantity an error).
+   */
+  async receive(tenant: string, sku: string, input: unknown): Promise<StockView> {
+    const parsed = receiptInput.safeParse(input);
+    if (!parsed.success) throw new LedgerValidationError(fieldIssues(parsed.error));
+    const { quantity, id } = parsed.data;
+    const marker = id && {
+      Put: {
+        TableName: this.table,
+        Item: { pk: receiptKey(tenant, sku, id), sk: "receipt", quantity, at: this.clock() },
+        ConditionExpression: "attribute_not_exists(pk)",
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const,
+      },
+    };
+    try {
+      await this.transact([
+        ...(marker ? [marker] : []),
+        this.counterUpdate(tenant, sku, { onHand: quantity, available: quantity }),
+        this.entryPut(tenant, sku, "STOCK_IN", quantity),
+      ]);
+    } catch (error) {
+      const reason =
+        error instanceof TransactionCanceledException ? error.CancellationReasons?.[0] : undefined;
+      if (!marker || reason?.Code !== "ConditionalCheckFailed") throw error;
+      const first = reason.Item ? unmarshall(reason.Item) : undefined;
+      if (Number(first?.quantity) !== quantity) {
+        throw new LedgerValidationError([
+          { path: "id", message: "this receipt id was used for another quantity" },
+        ]);
+      }
+    }
+    return this.stock(tenant, sku);
+  }
+
+  async stock(tenant: string, sku: string): Promise<StockView> {
+    const { Item } = await this.doc.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: { pk: counterKey(tenant, sku), sk: "counter" },
+        ConsistentRead: true,
+      }),
+    );
+    return view(sku, { onHand: Item?.onHand ?? 0, held: Item?.held ?? 0, sold: Item?.sold ?? 0 });
+  }
+
+  /** Holds every item or none, until `holdSeconds` from now; an expiry event releases it then. */
+  async hold(tenant: string, input: unknown): Promise<{ reservation: Reservation; created: boolean }> {
+    const parsed = holdInput.safeParse(input);
+    if (!parsed.success) throw new LedgerValidationError(fieldIssues(parsed.error));
+    const request = parsed.data;
+    const items = mergeItems(request.items);
+    if (items.length > MAX_HOLD_ITEMS) {
+      throw new LedgerValidationError([
+        {
+          path: "items",
+          message: `at most ${MAX_HOLD_ITEMS} different SKUs fit in one hold (one DynamoDB transaction)`,
+        },
+      ]);
+    }
+    const id = request.id ?? this.newId();
+    const existing = request.id ? await this.findReservation(tenant, id) : undefined;
+    if (existing) return { reservation: this.sameHold(existing, items), created: false };
+
+    const now = this.clock();
+    const expiresAt = now + request.holdSeconds * 1000;
+    // The expiry is scheduled first, so no hold can exist without it. Its id is new each attempt:
+    // an attempt that fails leaves an event that finds no matching hold and does nothing.
+    const expiryEventId = `hold-expire:${this.newId()}`;
+    await this.expiry.schedule(tenant, expiryEventId, id, expiresAt);
+    const reservation: Reservation = {
+      id,
+      status: "held",
+      items,
+      expiresAt,
+      createdAt: now,
+      updatedAt: now,
+      expiryEventId,
+    };
+    try {
+      await this.transact([
+        {
+          Put: {
+            TableName: this.table,
+            Item: { pk: reservationKey(tenant, id), sk: "reservation", ...reservation },
+            ConditionExpression: "attribute_not_exists(pk)",
+          },
+        },
+        ...items.flatMap(({ sku, quantity }) => [
+          this.counterUpdate(tenant, sku, { held: quantity, available: -quantity }, quantity),
+          this.entryPut(tenant, sku, "HOLD", quantity, id),
+        ]),
+      ]);
+      return { reservation, created: true };
+    } catch (error) {
+      await this.expiry.cancel(tenant, expiryEventId).catch(() => {});
+      if (!(error instanceof TransactionCanceledException)) throw error;
+      const reasons = error.CancellationReasons ?? [];
+      if (reasons[0]?.Code === "ConditionalCheckFailed") {
+        // Another request with the same id won the race: answer as for a repeat.
+        return { reservation: this.sameHold(await this.getReservation(tenant, id), items), created: false };
+      }
+      const shortages: Shortage[] = [];
+      items.forEach(({ sku, quantity }, i) => {
+        const reason = reasons[1 + i * 2];
+        if (reason?.Code !== "ConditionalCheckFailed") return;
+        const counter = reason.Item ? unmarshall(reason.Item) : undefined;
+        shortages.push({ sku, requested: quantity, available: Number(counter?.available ?? 0) });
+      });
+      if (shortages.length > 0) throw new InsufficientStockError(shortages);
+      throw error;
+    }
+  }
+
+  /** Sells what is held. Only while the hold is held and has not expired. */
+  async confirm(tenant: string, id: string): Promise<Reservation> {
+    const reservation = await this.getReservation(tenant, id);
+    const now = this.clock();
+    await this.transition(tenant, reservation, "confirmed", "confirm", now, true, (sku, quantity) => [
+      this.counterUpdate(tenant, sku, { held: -quantity, sold: quantity }),
+      this.entryPut(tenant, sku, "CONFIRM", quantity, id),
+    ]);
+    await this.expiry.cancel(tenant, reservation.expiryEventId).catch(() => {});
+    return { ...reservation, status: "confirmed", updatedAt: now };
+  }
+
+  /** Returns a held hold's stock, once: a cancel racing an expiry releases it only one time. */
+  async release(tenant: string, id: string, reason: "cancelled" | "expired"): Promise<Reservation> {
+    const reservation = await this.getReservation(tenant, id);
+    const now = this.clock();
+    await this.transition(
+      tenant,
+      reservation,
+      reason,
+      reason === "cancelled" ? "cancel" : "expire",
+      now,
+      false,
+      (sku, quantity) => [
+        this.counterUpdate(tenant, sku, { held: -quantity, available: quantity }),
+        this.entryPut(tenant, sku, "RELEASE", quantity, id),
+      ],
+    );
+    if (reason === "cancelled") await this.expiry.cancel(tenant, reservation.expiryEventId).catch(() => {});
+    return { ...reservation, status: reason, updatedAt: now };
+  }
+
+  /** Called by the `reservation.expire` event: releases the hold it was scheduled for, if still held. */
+  async expire(tenant: string, id: string, expiryEventId: string): Promise<"released" | "nothing to do"> {
+    const reservation = await this.findReservation(tenant, id);
+    if (!reservation || reservation.status !== "held" || reservation.expiryEventId !== expiryEventId)
+      return "nothing to do";
+    try {
+      await this.release(tenant, id, "expired");
+      return "released";
+    } catch (error) {
+      if (error instanceof ReservationStateError) return "nothing to do";
+      throw error;
+    }
+  }
+
+  async getReservation(tenant: string, id: string): Promise<Reservation> {
+    const reservation = await this.findReservation(tenant, id);
+    if (!reservation) throw new ReservationNotFoundError(id);
+    return reservation;
+  }
+
+  /** A SKU's ledger entries, oldest first. */
+  async ledger(tenant: string, sku: string, limit: number, cursor?: string) {
+    const reply = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: "pk = :pk",
+        ExpressionAttributeValues: { ":pk": ledgerKey(tenant, sku) },
+        Limit: limit,
+        ExclusiveStartKey: decodeCursor(cursor),
+      }),
+    );
+    return { entries: (reply.Items ?? []) as LedgerEntry[], cursor: encodeCursor(reply.LastEvaluatedKey) };
+  }
+
+  /**
+   * Recomputes on-hand, held and sold from the latest snapshot plus the entries after it, and
+   * reports any drift from the counters. When the tail is long, it first folds its settled part
+   * into a new snapshot, so the next reconcile reads less. Raw entries are never deleted.
+   */
+  async reconcile(tenant: string, sku: string): Promise<ReconcileReport> {
+    let snapshot = await this.latestSnapshot(tenant, sku);
+    let tail = await this.entriesAfter(tenant, sku, snapshot?.upTo);
+    if (tail.length >= this.options.snapshotEvery) {
+      const written = await this.writeSnapshot(tenant, sku, snapshot, tail);
+      if (written) {
+        snapshot = written;
+        tail = tail.filter((entry) => entry.sk > written.upTo);
+      }
+    }
+    const ledger = tail.reduce(
+      (levels, entry) => apply(levels, entry.kind, entry.quantity),
+      snapshot?.levels ?? ZERO,
+    );
+    const counters = await this.stock(tenant, sku);
+    const drift = {
+      onHand: counters.onHand - ledger.onHand,
+      held: counters.held - ledger.held,
+      sold: counters.sold - ledger.sold,
+      available: 0,
+    };
+    drift.available = -(drift.held + drift.sold - drift.onHand);
+    return {
+      sku,
+      counters,
+      ledger: view(sku, ledger),
+      drift,
+      ok: drift.onHand === 0 && drift.held === 0 && drift.sold === 0,
+      entriesRead: tail.length,
+      snapshotUpTo: snapshot?.upTo,
+    };
+  }
+
+  private async transition(
+    tenant: string,
+    reservation: Reservation,
+    to: ReservationStatus,
+    operation: string,
+    now: number,
+    requireUnexpired: boolean,
+    perItem: (sku: string, quantity: number) => TransactItems,
+  ): Promise<void> {
+    try {
+      await this.transact([
+        {
+          Update: {
+            TableName: this.table,
+            Key: { pk: reservationKey(tenant, reservation.id), sk: "reservation" },
+            UpdateExpression: "SET #status = :to, updatedAt = :now",
+            ConditionExpression: requireUnexpired
+              ? "#status = :held AND expiresAt > :now"
+              : "#status = :held",
+            ExpressionAttributeNames: { "#status": "status" },
+            ExpressionAttributeValues: { ":to": to, ":held": "held", ":now": now },
+          },
+        },
+        ...reservation.items.flatMap(({ sku, quantity }) => perItem(sku, quantity)),
+      ]);
+    } catch (error) {
+      if (
+        error instanceof TransactionCanceledException &&
+        error.CancellationReasons?.[0]?.Code === "ConditionalCheckFailed"
+      ) {
+        const current = await this.getReservation(tenant, reservation.id);
+        const status = current.status === "held" && current.expiresAt <= now ? "expired" : current.status;
+        throw new ReservationStateError(reservation.id, status, operation);
+      }
+      throw error;
+    }
+  }
+
+  /** One transaction, retried when DynamoDB cancels it for a conflict with a concurrent one. */
+  private async transact(items: TransactItems): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.doc.send(
+          new TransactWriteCommand({
+            TransactItems: items,
+          }),
+        );
+        return;
+      } catch (error) {
+        const conflict =
+          (error instanceof TransactionCanceledException &&
+            (error.CancellationReasons ?? []).some((r) => r.Code === "TransactionConflict") &&
+            !(error.CancellationReasons ?? []).some((r) => r.Code === "ConditionalCheckFailed")) ||
+          (error as Error).name === "TransactionInProgressException";
+        if (!conflict || attempt >= CONFLICT_RETRIES) throw error;
+        await new Promise((done) => setTimeout(done, Math.random() * 20 * 2 ** attempt));
+      }
+    }
+  }
+
+  /** Adds `changes` to a SKU's counter; with `atLeast`, only if that much is available. */
+  private counterUpdate(
+    tenant: string,
+    sku: string,
+    changes: Partial<Record<"onHand" | "held" | "sold" | "available", number>>,
+    atLeast?: number,
+  ) {
+    const fields = { onHand: 0, held: 0, sold: 0, available: 0, entries: 1, ...changes };
+    const names: Record<string, string> = {};
+    const values: Record<string, number> = { ":zero": 0 };
+    const sets = Object.entries(fields).map(([field, delta]) => {
+      names[`#${field}`] = field;
+      values[`:${field}`] = delta;
+      return `#${field} = if_not_exists(#${field}, :zero) + :${field}`;
+    });
+    if (atLeast !== undefined) values[":need"] = atLeast;
+    return {
+      Update: {
+        TableName: this.table,
+        Key: { pk: counterKey(tenant, sku), sk: "counter" },
+        UpdateExpression: `SET ${sets.join(", ")}`,
+        // On a shortage, the cancellation reason carries the counter, so the answer can say how much is left.
+        ...(atLeast !== undefined && {
+          ConditionExpression: "#available >= :need",
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const,
+        }),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      },
+    };
+  }
+
+  private entryPut(tenant: string, sku: string, kind: EntryKind, quantity: number, reservationId?: string) {
+    return {
+      Put: {
+        TableName: this.table,
+        Item: {
+          pk: ledgerKey(tenant, sku),
+          sk: this.newId(),
+          kind,
+          quantity,
+          reservationId,
+          at: this.clock(),
+        },
+        ConditionExpression: "attribute_not_exists(pk)",
+      },
+    };
+  }
+
+  private async findReservation(tenant: string, id: string): Promise<Reservation | undefined> {
+    const { Item } = await this.doc.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: { pk: reservationKey(tenant, id), sk: "reservation" },
+        ConsistentRead: true,
+      }),
+    );
+    if (!Item) return undefined;
+    const { pk: _pk, sk: _sk, ...reservation } = Item;
+    return reservation as Reservation;
+  }
+
+  private sameHold(existing: Reservation, items: { sku: string; quantity: number }[]): Reservation {
+    if (JSON.stringify(mergeItems(existing.items)) !== JSON.stringify(items))
+      throw new ReservationConflictError(existing.id);
+    return existing;
+  }
+
+  private async latestSnapshot(tenant: string, sku: string) {
+    const reply = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: "pk = :pk",
+        ExpressionAttributeValues: { ":pk": snapshotKey(tenant, sku) },
+        ScanIndexForward: false,
+        Limit: 1,
+        ConsistentRead: true,
+      }),
+    );
+    const item = reply.Items?.[0];
+    return item
+      ? {
+          upTo: item.sk as string,
+          levels: { onHand: item.onHand, held: item.held, sold: item.sold } as StockLevels,
+        }
+      : undefined;
+  }
+
+  private async entriesAfter(tenant: string, sku: string, after: string | undefined): Promise<LedgerEntry[]> {
+    const entries: LedgerEntry[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const reply = await this.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: after ? "pk = :pk AND sk > :after" : "pk = :pk",
+          ExpressionAttributeValues: after
+            ? { ":pk": ledgerKey(tenant, sku), ":after": after }
+            : { ":pk": ledgerKey(tenant, sku) },
+          ExclusiveStartKey: start,
+          ConsistentRead: true,
+        }),
+      );
+      entries.push(...((reply.Items ?? []) as LedgerEntry[]));
+      start = reply.LastEvaluatedKey;
+    } while (start);
+    return entries;
+  }
+
+  /** Folds the settled entries of `tail` into a snapshot entry; a concurrent identical one is fine. */
+  private async writeSnapshot(
+    tenant: string,
+    sku: string,
+    previous: { upTo: string; levels: StockLevels } | undefined,
+    tail: LedgerEntry[],
+  ) {
+    const settledBefore = this.clock() - this.settleMs;
+    const settled = tail.filter((entry) => entry.at <= settledBefore);
+    if (settled.length === 0) return undefined;
+    const levels = settled.reduce(
+      (acc, entry) => apply(acc, entry.kind, entry.quantity),
+      previous?.levels ?? ZERO,
+    );
+    const upTo = settled[settled.length - 1]!.sk;
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: {
+            pk: snapshotKey(tenant, sku),
+            sk: upTo,
+            kind: "SNAPSHOT",
+            ...levels,
+            entries: settled.length,
+            at: this.clock(),
+          },
+          ConditionExpression: "attribute_not_exists(pk)",
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+    return { upTo, levels };
+  }
+}
+
+/** The same SKU twice in one hold is one line with the sum, sorted, so repeats compare equal. */
+function mergeItems(items: readonly { sku: string; quantity: number }[]) {
+  const merged = new Map<string, number>();
+  for (const { sku, quantity } of items) merged.set(sku, (merged.get(sku) ?? 0) + quantity);
+  return [...merged].sort(([a], [b]) => (a < b ? -1 : 1)).map(([sku, quantity]) => ({ sku, quantity }));
+}
+
+const counterKey = (tenant: string, sku: string) => `stock#${tenant}#${sku}`;
+const ledgerKey = (tenant: string, sku: string) => `ledger#${tenant}#${sku}`;
+const snapshotKey = (tenant: string, sku: string) => `snapshot#${tenant}#${sku}`;
+const reservationKey = (tenant: string, id: string) => `reservation#${tenant}#${id}`;
+const receiptKey = (tenant: string, sku: string, id: string) => `receipt#${tenant}#${sku}#${id}`;

@@ -1,0 +1,258 @@
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDynamoClient } from "../../shared/aws.ts";
+import {
+  InsufficientStockError,
+  LedgerValidationError,
+  ReservationConflictError,
+  ReservationStateError,
+} from "../../shared/ledger/errors.ts";
+import { StockLedger } from "../../shared/ledger/ledger-service.ts";
+import { startRuntime } from "../../shared/local/runtime.ts";
+import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
+
+/** Invariant 5: no oversell, every change a ledger entry, counters recomputable. Real DynamoDB Local. */
+let hg: TestHourglass;
+let ledger: StockLedger;
+let n = 0;
+const fresh = () => `t${n++}`;
+
+beforeAll(async () => {
+  hg = await testHourglass({ HOURGLASS_LEDGER_SNAPSHOT_EVERY: "5" });
+  ledger = hg.ledger!;
+});
+
+afterAll(async () => {
+  await hg.destroy();
+});
+
+describe("stock and holds", () => {
+  it("holds all items or none, and names every short SKU with what is available", async () => {
+    const tenant = fresh();
+    await ledger.receive(tenant, "apple", { quantity: 5 });
+    await ledger.receive(tenant, "pear", { quantity: 1 });
+    const error = await ledger
+      .hold(tenant, {
+        items: [
+          { sku: "apple", quantity: 3 },
+          { sku: "pear", quantity: 2 },
+          { sku: "plum", quantity: 1 },
+        ],
+        holdSeconds: 60,
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InsufficientStockError);
+    expect((error as InsufficientStockError).shortages).toEqual([
+      { sku: "pear", requested: 2, available: 1 },
+      { sku: "plum", requested: 1, available: 0 },
+    ]);
+    expect((await ledger.stock(tenant, "apple")).available).toBe(5);
+  });
+
+  it("is idempotent by reservation id, and refuses the same id for other items", async () => {
+    const tenant = fresh();
+    await ledger.receive(tenant, "sku", { quantity: 10 });
+    const input = { id: "cart-1", items: [{ sku: "sku", quantity: 4 }], holdSeconds: 60 };
+    const first = await ledger.hold(tenant, input);
+    const again = await ledger.hold(tenant, input);
+    expect(first.created).toBe(true);
+    expect(again.created).toBe(false);
+    expect(again.reservation.expiresAt).toBe(first.reservation.expiresAt);
+    expect((await ledger.stock(tenant, "sku")).held).toBe(4);
+    await expect(
+      ledger.hold(tenant, { ...input, items: [{ sku: "sku", quantity: 5 }] }),
+    ).rejects.toBeInstanceOf(ReservationConflictError);
+  });
+
+  it("refuses more SKUs than one transaction can carry", async () => {
+    const items = Array.from({ length: 50 }, (_, i) => ({ sku: `s${i}`, quantity: 1 }));
+    await expect(ledger.hold(fresh(), { items, holdSeconds: 60 })).rejects.toBeInstanceOf(
+      LedgerValidationError,
+    );
+  });
+
+  it("sells exactly 100 of 300 concurrent single-unit holds on a stock of 100", async () => {
+    const tenant = fresh();
+    await ledger.receive(tenant, "hot", { quantity: 100 });
+    const results = await Promise.allSettled(
+      Array.from({ length: 300 }, () =>
+        ledger.hold(tenant, { items: [{ sku: "hot", quantity: 1 }], holdSeconds: 600 }),
+      ),
+    );
+    const won = results.filter((r) => r.status === "fulfilled").length;
+    const short = results.filter(
+      (r) => r.status === "rejected" && r.reason instanceof InsufficientStockError,
+    ).length;
+    expect(won).toBe(100);
+    expect(short).toBe(200);
+    const stock = await ledger.stock(tenant, "hot");
+    expect(stock).toMatchObject({ onHand: 100, held: 100, available: 0 });
+    const report = await ledger.reconcile(tenant, "hot");
+    expect(report.ok).toBe(true);
+  }, 120_000);
+
+  it("confirms only a live hold, and releases a hold only once", async () => {
+    const tenant = fresh();
+    await ledger.receive(tenant, "sku", { quantity: 3 });
+    const { reservation } = await ledger.hold(tenant, {
+      items: [{ sku: "sku", quantity: 2 }],
+      holdSeconds: 60,
+    });
+    await ledger.confirm(tenant, reservation.id);
+    expect(await ledger.stock(tenant, "sku")).toMatchObject({ onHand: 3, held: 0, sold: 2, available: 1 });
+    await expect(ledger.release(tenant, reservation.id, "cancelled")).rejects.toBeInstanceOf(
+      ReservationStateError,
+    );
+    const other = await ledger.hold(tenant, { items: [{ sku: "sku", quantity: 1 }], holdSeconds: 60 });
+    await Promise.allSettled([
+      ledger.release(tenant, other.reservation.id, "cancelled"),
+      ledger.expire(tenant, other.reservation.id, other.reservation.expiryEventId),
+    ]);
+    expect(await ledger.stock(tenant, "sku")).toMatchObject({ held: 0, sold: 2, available: 1 });
+    expect((await ledger.reconcile(tenant, "sku")).ok).toBe(true);
+  });
+});
+
+describe("expiry through the engine", () => {
+  it("releases an unconfirmed hold by itself, and refuses to confirm it afterwards", async () => {
+    const tenant = fresh();
+    await ledger.receive(tenant, "ticket", { quantity: 2 });
+    const { reservation } = await ledger.hold(tenant, {
+      items: [{ sku: "ticket", quantity: 2 }],
+      holdSeconds: 1,
+    });
+    expect((await hg.events.get(tenant, reservation.expiryEventId)).type).toBe("reservation.expire");
+    const runtime = startRuntime(hg, { tickMs: 100 });
+    try {
+      await eventually(
+        async () => ((await ledger.stock(tenant, "ticket")).available === 2 ? true : undefined),
+        15_000,
+        "release",
+      );
+    } finally {
+      await runtime.stop();
+    }
+    expect((await ledger.getReservation(tenant, reservation.id)).status).toBe("expired");
+    const refused = await ledger.confirm(tenant, reservation.id).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ReservationStateError);
+    expect((refused as ReservationStateError).status).toBe("expired");
+  });
+
+  it("cancels the expiry event when a hold is confirmed", async () => {
+    const tenant = fresh();
+    await ledger.receive(tenant, "seat", { quantity: 1 });
+    const { reservation } = await ledger.hold(tenant, {
+      items: [{ sku: "seat", quantity: 1 }],
+      holdSeconds: 600,
+    });
+    await ledger.confirm(tenant, reservation.id);
+    expect((await hg.events.get(tenant, reservation.expiryEventId)).status).toBe("cancelled");
+  });
+});
+
+describe("the ledger explains the counters", () => {
+  it("agrees with the counters after random interleavings of receipts, holds, confirms, cancels and expiries", async () => {
+    // Snapshots every 5 entries, settled immediately, so reconcile exercises snapshot + tail.
+    const compacting = new StockLedger(
+      createDynamoClient(),
+      hg.config.tables.ledger,
+      { schedule: async () => {}, cancel: async () => {} },
+      {
+        snapshotEvery: 5,
+        settleMs: 0,
+      },
+    );
+    const skus = ["a", "b", "c"];
+    const op = fc.oneof(
+      fc.record({
+        kind: fc.constant("receive" as const),
+        sku: fc.constantFrom(...skus),
+        quantity: fc.integer({ min: 1, max: 5 }),
+      }),
+      fc.record({
+        kind: fc.constant("hold" as const),
+        items: fc.uniqueArray(
+          fc.record({ sku: fc.constantFrom(...skus), quantity: fc.integer({ min: 1, max: 4 }) }),
+          {
+            minLength: 1,
+            maxLength: 3,
+            selector: (i) => i.sku,
+          },
+        ),
+      }),
+      fc.record({
+        kind: fc.constantFrom("confirm" as const, "cancel" as const, "expire" as const),
+        pick: fc.nat(),
+      }),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(op, { minLength: 1, maxLength: 4 }), { minLength: 3, maxLength: 8 }),
+        async (rounds) => {
+          const tenant = fresh();
+          const holds: { id: string; expiryEventId: string }[] = [];
+          for (const round of rounds) {
+            // Each round's operations run concurrently, as competing requests would.
+            await Promise.allSettled(
+              round.map(async (o) => {
+                if (o.kind === "receive") return compacting.receive(tenant, o.sku, { quantity: o.quantity });
+                if (o.kind === "hold") {
+                  const { reservation } = await compacting.hold(tenant, { items: o.items, holdSeconds: 600 });
+                  holds.push(reservation);
+                  return;
+                }
+                const target = holds[o.pick % Math.max(1, holds.length)];
+                if (!target) return;
+                if (o.kind === "confirm") return compacting.confirm(tenant, target.id);
+                if (o.kind === "cancel") return compacting.release(tenant, target.id, "cancelled");
+                return compacting.expire(tenant, target.id, target.expiryEventId);
+              }),
+            );
+            for (const sku of skus) {
+              const report = await compacting.reconcile(tenant, sku);
+              expect(report.ok, JSON.stringify(report)).toBe(true);
+              expect(report.counters.available).toBeGreaterThanOrEqual(0);
+              expect(report.counters.held + report.counters.sold).toBeLessThanOrEqual(report.counters.onHand);
+            }
+          }
+        },
+      ),
+      { numRuns: 8 },
+    );
+  }, 180_000);
+
+  it("reads a snapshot plus the tail once the ledger is long, keeping every raw entry", async () => {
+    const tenant = fresh();
+    const compacting = new StockLedger(
+      createDynamoClient(),
+      hg.config.tables.ledger,
+      { schedule: async () => {}, cancel: async () => {} },
+      {
+        snapshotEvery: 5,
+        settleMs: 0,
+      },
+    );
+    for (let i = 0; i < 12; i++) await compacting.receive(tenant, "bulk", { quantity: 1 });
+    const first = await compacting.reconcile(tenant, "bulk");
+    expect(first.ok).toBe(true);
+    expect(first.snapshotUpTo).toBeDefined();
+    // All 12 entries were folded into the snapshot before the levels were computed.
+    expect(first.entriesRead).toBe(0);
+    expect(first.ledger.onHand).toBe(12);
+    await compacting.receive(tenant, "bulk", { quantity: 1 });
+    const second = await compacting.reconcile(tenant, "bulk");
+    expect(second.entriesRead).toBe(1);
+    expect(second.ledger.onHand).toBe(13);
+    expect((await compacting.ledger(tenant, "bulk", 100)).entries).toHaveLength(13);
+  });
+
+  it("counts a receipt sent twice with the same id once", async () => {
+    const tenant = fresh();
+    await ledger.receive(tenant, "dup", { quantity: 7, id: "po-1" });
+    await ledger.receive(tenant, "dup", { quantity: 7, id: "po-1" });
+    expect((await ledger.stock(tenant, "dup")).onHand).toBe(7);
+    await expect(ledger.receive(tenant, "dup", { quantity: 8, id: "po-1" })).rejects.toBeInstanceOf(
+      LedgerValidationError,
+    );
+  });
+});
