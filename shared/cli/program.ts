@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import ms from "ms";
 import { type EventBody, HourglassApiError, HourglassClient } from "../client/client.ts";
 import { importEvents } from "./import.ts";
+import { addLedgerCommands } from "./ledger-commands.ts";
 import { eventDetails, eventTable, output } from "./output.ts";
 
 interface Globals {
@@ -200,6 +201,7 @@ export function program(): Command {
       if (summary.failed.length > 0) process.exitCode = 1;
     });
 
+  addLedgerCommands(root, context);
   return root;
 }
 

@@ -1,6 +1,8 @@
 import ky, { HTTPError, type KyInstance } from "ky";
 import type { z } from "zod";
 import type { RescheduleInput, ScheduleInput } from "../events/schema.ts";
+import type { Grant, State } from "../http/routes/leases.ts";
+import type { Ledger, Reconcile, ReservationBody as Reservation, Stock } from "../http/routes/stock.ts";
 import type {
   BatchResponse,
   Event,
@@ -11,6 +13,7 @@ import type {
   Stats,
 } from "../http/schemas.ts";
 import { idFactory } from "../ids.ts";
+import type { HoldInput } from "../ledger/model.ts";
 import { type SigV4Options, sigV4Signer } from "./sigv4.ts";
 
 export type EventBody = z.infer<typeof Event>;
@@ -20,6 +23,13 @@ export type BatchResponseBody = z.infer<typeof BatchResponse>;
 export type StatsBody = z.infer<typeof Stats>;
 export type HealthBody = z.infer<typeof Health>;
 export type ProblemBody = z.infer<typeof ProblemSchema>;
+
+export type StockBody = z.infer<typeof Stock>;
+export type LedgerPageBody = z.infer<typeof Ledger>;
+export type ReconcileBody = z.infer<typeof Reconcile>;
+export type ReservationBody = z.infer<typeof Reservation>;
+export type LeaseGrantBody = z.infer<typeof Grant>;
+export type LeaseBody = z.infer<typeof State>;
 
 export interface ClientOptions {
   /** Where the API is, such as `http://127.0.0.1:3000` or the API Gateway stage URL. */
@@ -125,6 +135,58 @@ export class HourglassClient {
 
   replay(id: string): Promise<EventBody> {
     return this.call("post", `v1/dead-letters/${encodeURIComponent(id)}/replay`);
+  }
+
+  receiveStock(sku: string, input: { quantity: number; id?: string }): Promise<StockBody> {
+    return this.call("post", `v1/stock/${encodeURIComponent(sku)}/receipts`, input);
+  }
+
+  stock(sku: string): Promise<StockBody> {
+    return this.call("get", `v1/stock/${encodeURIComponent(sku)}`);
+  }
+
+  ledger(sku: string, query: Pick<ListQuery, "limit" | "cursor"> = {}): Promise<LedgerPageBody> {
+    return this.call("get", `v1/stock/${encodeURIComponent(sku)}/ledger`, undefined, query);
+  }
+
+  reconcile(sku: string): Promise<ReconcileBody> {
+    return this.call("get", `v1/stock/${encodeURIComponent(sku)}/reconcile`);
+  }
+
+  /** Holds every item or none; without an id the client picks one, so a retry is a repeat. */
+  hold(input: HoldInput): Promise<ReservationBody> {
+    return this.call("post", "v1/reservations", { ...input, id: input.id ?? this.newId() });
+  }
+
+  confirm(id: string): Promise<ReservationBody> {
+    return this.call("post", `v1/reservations/${encodeURIComponent(id)}/confirm`);
+  }
+
+  cancelHold(id: string): Promise<ReservationBody> {
+    return this.call("post", `v1/reservations/${encodeURIComponent(id)}/cancel`);
+  }
+
+  reservation(id: string): Promise<ReservationBody> {
+    return this.call("get", `v1/reservations/${encodeURIComponent(id)}`);
+  }
+
+  acquireLease(name: string, input: { owner: string; ttlSeconds: number }): Promise<LeaseGrantBody> {
+    return this.call("post", `v1/leases/${encodeURIComponent(name)}/acquire`, input);
+  }
+
+  renewLease(
+    name: string,
+    input: { owner: string; token: number; ttlSeconds?: number },
+  ): Promise<LeaseGrantBody> {
+    return this.call("post", `v1/leases/${encodeURIComponent(name)}/renew`, input);
+  }
+
+  releaseLease(name: string, input: { owner: string; token: number }): Promise<LeaseBody> {
+    return this.call("post", `v1/leases/${encodeURIComponent(name)}/release`, input);
+  }
+
+  lease(name: string): Promise<LeaseBody> {
+    return this.call("get", `v1/leases/${encodeURIComponent(name)}`);
   }
 
   health(): Promise<HealthBody> {

@@ -1,15 +1,20 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { HourglassConfig } from "../config.ts";
+import { JournalRequiredError } from "../events/errors.ts";
 import type { EventService } from "../events/service.ts";
 import { fieldIssues } from "../events/validate.ts";
 import type { Hourglass } from "../hourglass.ts";
+import type { LeaseService } from "../leases/lease-service.ts";
+import type { StockLedger } from "../ledger/ledger-service.ts";
 import type { Logger } from "../logger.ts";
 import { jsonBodies } from "./body.ts";
 import { mountDocs } from "./docs.ts";
 import { checkHealth, type HealthReport } from "./health.ts";
 import { problem, problemFor, sendProblem } from "./problem.ts";
 import { mountEventRoutes } from "./routes/events.ts";
+import { mountLeaseRoutes } from "./routes/leases.ts";
 import { mountHealthRoute, mountOperationRoutes } from "./routes/operations.ts";
+import { mountStockRoutes } from "./routes/stock.ts";
 import { type TenantEnv, tenancy } from "./tenancy.ts";
 
 export const API_INFO = {
@@ -27,6 +32,9 @@ export interface ApiDeps {
   readonly config: HourglassConfig;
   readonly logger: Logger;
   readonly events: EventService;
+  /** Absent in the engine-only mode: their routes then answer 501. */
+  readonly leases: LeaseService | undefined;
+  readonly ledger: StockLedger | undefined;
   health(): Promise<HealthReport>;
 }
 
@@ -35,6 +43,8 @@ export function apiDeps(hourglass: Hourglass): ApiDeps {
     config: hourglass.config,
     logger: hourglass.logger,
     events: hourglass.events,
+    leases: hourglass.leases,
+    ledger: hourglass.ledger,
     health: () => checkHealth(hourglass),
   };
 }
@@ -47,9 +57,9 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   const app = new OpenAPIHono<TenantEnv>({
     defaultHook: (result, c) => {
       if (result.success) return;
-      // A path parameter that cannot be an id names no event.
+      // A path parameter that cannot be an id or a name names nothing that exists.
       if (result.target === "param") {
-        return sendProblem(c, problem("not-found", "No such event", 404, { detail: "not a valid event id" }));
+        return sendProblem(c, problem("not-found", "Not found", 404, { detail: "not a valid id or name" }));
       }
       const errors = fieldIssues(result.error);
       return sendProblem(
@@ -69,6 +79,8 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   app.use("/v1/*", ...jsonBodies(deps.config.maxBodyBytes), tenancy(deps.config));
   mountEventRoutes(app, deps.events);
   mountOperationRoutes(app, deps.events);
+  mountLeaseRoutes(app, () => deps.leases ?? unavailable("leases"));
+  mountStockRoutes(app, () => deps.ledger ?? unavailable("the stock ledger"));
 
   app.notFound((c) =>
     sendProblem(c, problem("not-found", "No such route", 404, { detail: `${c.req.method} ${c.req.path}` })),
@@ -110,5 +122,11 @@ export function describeApi(config: HourglassConfig, logger: Logger) {
     throw new Error("documentation-only app: no services behind it");
   };
   const events = new Proxy({}, { get: unavailable }) as EventService;
-  return openApiDocument(createApp({ config, logger, events, health: unavailable }));
+  return openApiDocument(
+    createApp({ config, logger, events, leases: undefined, ledger: undefined, health: unavailable }),
+  );
+}
+
+function unavailable(what: string): never {
+  throw new JournalRequiredError(what);
 }

@@ -8,6 +8,13 @@ import {
   JournalRequiredError,
 } from "../events/errors.ts";
 import { InvalidCursorError } from "../journal/cursor.ts";
+import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
+import {
+  InsufficientStockError,
+  ReservationConflictError,
+  ReservationNotFoundError,
+  ReservationStateError,
+} from "../ledger/errors.ts";
 import { serializeEvent } from "./serialize.ts";
 
 /** An RFC 9457 problem document. */
@@ -64,6 +71,36 @@ export function problemFor(error: unknown): Problem {
     return problem("state-conflict", "Not allowed in the event's current state", 409, {
       detail: error.message,
       currentStatus: error.status,
+    });
+  }
+  if (error instanceof LeaseHeldError) {
+    return problem("lease-held", "Someone else holds the lease", 409, {
+      detail: error.message,
+      holder: error.holder,
+      expiresAt: new Date(error.expiresAt).toISOString(),
+    });
+  }
+  if (error instanceof StaleLeaseError) {
+    return problem("stale-lease", "Not the current holder of the lease", 409, { detail: error.message });
+  }
+  if (error instanceof InsufficientStockError) {
+    return problem("insufficient-stock", "Not enough stock; nothing was held", 409, {
+      detail: error.message,
+      shortages: [...error.shortages],
+    });
+  }
+  if (error instanceof ReservationNotFoundError) {
+    return problem("not-found", "No such reservation", 404, { detail: error.message });
+  }
+  if (error instanceof ReservationStateError) {
+    return problem("state-conflict", "Not allowed in the reservation's current state", 409, {
+      detail: error.message,
+      currentStatus: error.status,
+    });
+  }
+  if (error instanceof ReservationConflictError) {
+    return problem("idempotency-conflict", "The id exists with different content", 409, {
+      detail: error.message,
     });
   }
   if (error instanceof JournalRequiredError) {

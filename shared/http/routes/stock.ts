@@ -1,0 +1,210 @@
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
+import type { StockLedger } from "../../ledger/ledger-service.ts";
+import { holdInput, type Reservation, receiptInput, SKU } from "../../ledger/model.ts";
+import { json, PageQuery, problems } from "../schemas.ts";
+import type { TenantEnv } from "../tenancy.ts";
+
+const SkuParam = z.object({
+  sku: z
+    .string()
+    .regex(SKU)
+    .openapi({ param: { name: "sku", in: "path" }, example: "tshirt-m-blue" }),
+});
+const IdParam = z.object({
+  id: z
+    .string()
+    .regex(/^[A-Za-z0-9._:-]{1,100}$/)
+    .openapi({ param: { name: "id", in: "path" } }),
+});
+export const Stock = z
+  .object({
+    sku: z.string(),
+    onHand: z.number().int(),
+    held: z.number().int(),
+    sold: z.number().int(),
+    available: z.number().int(),
+  })
+  .openapi("Stock");
+const Entry = z
+  .object({
+    id: z.string(),
+    kind: z.enum(["STOCK_IN", "HOLD", "CONFIRM", "RELEASE"]),
+    quantity: z.number().int(),
+    reservationId: z.string().optional(),
+    at: z.string().datetime(),
+  })
+  .openapi("LedgerEntry");
+export const Ledger = z
+  .object({ entries: z.array(Entry), cursor: z.string().optional() })
+  .openapi("LedgerPage");
+export const Reconcile = z
+  .object({
+    sku: z.string(),
+    counters: Stock,
+    ledger: Stock,
+    drift: z.object({ onHand: z.number(), held: z.number(), sold: z.number(), available: z.number() }),
+    ok: z.boolean(),
+    entriesRead: z.number().int(),
+    snapshotUpTo: z.string().optional(),
+  })
+  .openapi("Reconcile");
+export const ReservationBody = z
+  .object({
+    id: z.string(),
+    status: z.enum(["held", "confirmed", "cancelled", "expired"]),
+    items: z.array(z.object({ sku: z.string(), quantity: z.number().int() })),
+    expiresAt: z.string().datetime(),
+    createdAt: z.string().datetime(),
+    updatedAt: z.string().datetime(),
+  })
+  .openapi("Reservation");
+
+const body = <T extends z.ZodType>(schema: T) => ({
+  body: { content: { "application/json": { schema } }, required: true },
+});
+
+function reservation(r: Reservation) {
+  return {
+    id: r.id,
+    status: r.status,
+    items: [...r.items],
+    expiresAt: new Date(r.expiresAt).toISOString(),
+    createdAt: new Date(r.createdAt).toISOString(),
+    updatedAt: new Date(r.updatedAt).toISOString(),
+  };
+}
+
+export function mountStockRoutes(app: OpenAPIHono<TenantEnv>, ledger: () => StockLedger): void {
+  const stockTags = ["Stock"];
+  const holdTags = ["Reservations"];
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/stock/{sku}/receipts",
+      tags: stockTags,
+      summary: "Stock in",
+      request: { params: SkuParam, ...body(receiptInput.openapi("Receipt")) },
+      responses: { 201: json(Stock, "The SKU's levels after the receipt"), ...problems(400, 415, 422, 503) },
+    }),
+    async (c) =>
+      c.json(await ledger().receive(c.get("tenant"), c.req.valid("param").sku, c.req.valid("json")), 201),
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/stock/{sku}",
+      tags: stockTags,
+      summary: "On hand, held, sold and available",
+      request: { params: SkuParam },
+      responses: { 200: json(Stock, "Levels"), ...problems(503) },
+    }),
+    async (c) => c.json(await ledger().stock(c.get("tenant"), c.req.valid("param").sku), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/stock/{sku}/ledger",
+      tags: stockTags,
+      summary: "The SKU's ledger entries, oldest first",
+      request: { params: SkuParam, query: PageQuery },
+      responses: { 200: json(Ledger, "A page of entries"), ...problems(422, 503) },
+    }),
+    async (c) => {
+      const { limit, cursor } = c.req.valid("query");
+      const page = await ledger().ledger(c.get("tenant"), c.req.valid("param").sku, limit, cursor);
+      return c.json(
+        {
+          entries: page.entries.map((e) => ({
+            id: e.sk,
+            kind: e.kind,
+            quantity: e.quantity,
+            ...(e.reservationId && { reservationId: e.reservationId }),
+            at: new Date(e.at).toISOString(),
+          })),
+          ...(page.cursor && { cursor: page.cursor }),
+        },
+        200,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/stock/{sku}/reconcile",
+      tags: stockTags,
+      summary: "Recompute the levels from the ledger and report any drift from the counters",
+      request: { params: SkuParam },
+      responses: { 200: json(Reconcile, "The comparison"), ...problems(503) },
+    }),
+    async (c) => {
+      const report = await ledger().reconcile(c.get("tenant"), c.req.valid("param").sku);
+      return c.json(report, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/v1/reservations",
+      tags: holdTags,
+      summary: "Hold stock for a while: all items or none",
+      description:
+        "An unconfirmed hold is released by itself at expiresAt. With an id, a repeat answers 200 with the first result. " +
+        "When stock is short, 409 lists every short SKU with what was asked and what is available.",
+      request: { ...body(holdInput.openapi("Hold")) },
+      responses: {
+        201: json(ReservationBody, "Held"),
+        200: json(ReservationBody, "Already held (idempotent repeat)"),
+        ...problems(400, 409, 415, 422, 503),
+      },
+    }),
+    async (c) => {
+      const { reservation: held, created } = await ledger().hold(c.get("tenant"), c.req.valid("json"));
+      return c.json(reservation(held), created ? 201 : 200);
+    },
+  );
+
+  for (const [action, summary] of [
+    ["confirm", "Sell what is held (only while held and unexpired)"],
+    ["cancel", "Release a hold now"],
+  ] as const) {
+    app.openapi(
+      createRoute({
+        method: "post",
+        path: `/v1/reservations/{id}/${action}`,
+        tags: holdTags,
+        summary,
+        request: { params: IdParam },
+        responses: { 200: json(ReservationBody, "Done"), ...problems(404, 409, 503) },
+      }),
+      async (c) => {
+        const { id } = c.req.valid("param");
+        const done =
+          action === "confirm"
+            ? await ledger().confirm(c.get("tenant"), id)
+            : await ledger().release(c.get("tenant"), id, "cancelled");
+        return c.json(reservation(done), 200);
+      },
+    );
+  }
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/v1/reservations/{id}",
+      tags: holdTags,
+      summary: "Read a reservation",
+      request: { params: IdParam },
+      responses: { 200: json(ReservationBody, "The reservation"), ...problems(404, 503) },
+    }),
+    async (c) => {
+      const found = await ledger().getReservation(c.get("tenant"), c.req.valid("param").id);
+      const status = found.status === "held" && found.expiresAt <= Date.now() ? "expired" : found.status;
+      return c.json(reservation({ ...found, status }), 200);
+    },
+  );
+}
