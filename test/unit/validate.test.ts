@@ -78,7 +78,7 @@ describe("toNewEvent", () => {
       ]),
     });
     const b = toNewEvent(
-      { delaySeconds: 5, payload: { cc: 1, to: "a@b.co" }, type: "mail.send" },
+      { delaySeconds: 5, payload: { cc: 1, to: "a@b.co" }, type: "mail.send", id: "k" },
       "t",
       now + 9_000,
       {
