@@ -60,6 +60,10 @@ const schema = z.object({
   HOURGLASS_JOURNAL: bool.default(true),
   HOURGLASS_WEBHOOK_ALLOW_PRIVATE: bool.optional(),
   HOURGLASS_WEBHOOK_SECRET: z.string().min(16).optional(),
+  HOURGLASS_SECRET_ARNS: z
+    .string()
+    .regex(/^arn:[^,]+(,arn:[^,]+)*$/, "secret ARNs separated by commas")
+    .optional(),
   HOURGLASS_WEBHOOK_TIMEOUT_MS: int(100, 900_000).default(10_000),
   HOURGLASS_API_TOKENS: z
     .string()
@@ -104,6 +108,8 @@ export interface HourglassConfig {
   /** Bearer token → tenant. Empty: no tokens required (one default tenant, or IAM on AWS). */
   readonly apiTokens: ReadonlyMap<string, string>;
   readonly maxBodyBytes: number;
+  /** Secrets Manager secrets holding the Redis AUTH token and the webhook secret (AWS). */
+  readonly secretArns: readonly string[];
   readonly logLevel: "DEBUG" | "INFO" | "WARN" | "ERROR" | "SILENT";
   readonly port: number;
 }
@@ -129,8 +135,11 @@ export function loadConfig(
   const e = parsed.data;
   const mode: Mode = e.HOURGLASS_MODE ?? (env.AWS_LAMBDA_FUNCTION_NAME ? "aws" : "local");
   const defaults = modeDefaults[mode];
-  if (mode === "aws" && !e.HOURGLASS_WEBHOOK_SECRET) {
-    throw new ConfigError("HOURGLASS_WEBHOOK_SECRET", "required in aws mode (16 characters or more)");
+  if (mode === "aws" && !e.HOURGLASS_WEBHOOK_SECRET && !e.HOURGLASS_SECRET_ARNS) {
+    throw new ConfigError(
+      "HOURGLASS_WEBHOOK_SECRET",
+      "required in aws mode (16 characters or more), or HOURGLASS_SECRET_ARNS",
+    );
   }
   if (e.HOURGLASS_BACKOFF_MAX_MS < e.HOURGLASS_BACKOFF_BASE_MS) {
     throw new ConfigError("HOURGLASS_BACKOFF_MAX_MS", "must be at least HOURGLASS_BACKOFF_BASE_MS");
@@ -178,6 +187,7 @@ export function loadConfig(
       }),
     ),
     maxBodyBytes: e.HOURGLASS_MAX_BODY_BYTES,
+    secretArns: e.HOURGLASS_SECRET_ARNS?.split(",") ?? [],
     logLevel: e.LOG_LEVEL,
     port: e.PORT,
   };

@@ -1,7 +1,7 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { GetQueueUrlCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { createDynamoClient, createSqsClient } from "./aws.ts";
-import { type HourglassConfig, loadConfig } from "./config.ts";
+import { ConfigError, type HourglassConfig, loadConfig } from "./config.ts";
 import { createRedis } from "./engine/redis.ts";
 import { RedisIndex } from "./engine/redis-index.ts";
 import type { RedisClient } from "./engine/scripts.ts";
@@ -17,6 +17,7 @@ import { LeaseService } from "./leases/lease-service.ts";
 import { expiryScheduler, reservationExpiryHandler } from "./ledger/expiry.ts";
 import { StockLedger } from "./ledger/ledger-service.ts";
 import { createLogger, type Logger } from "./logger.ts";
+import { loadSecrets, withAuthToken } from "./secrets.ts";
 import { SqsTransport } from "./transport/sqs.ts";
 import type { Transport } from "./transport/transport.ts";
 
@@ -55,7 +56,15 @@ export interface Hourglass {
 }
 
 export async function createHourglass(options: HourglassOptions = {}): Promise<Hourglass> {
-  const config = options.config ?? loadConfig();
+  const loaded = options.config ?? loadConfig();
+  const secrets = await loadSecrets(loaded.secretArns);
+  const config: HourglassConfig = {
+    ...loaded,
+    redis: { ...loaded.redis, url: withAuthToken(loaded.redis.url, secrets.redisAuthToken) },
+    webhook: { ...loaded.webhook, secret: loaded.webhook.secret ?? secrets.webhookSecret },
+  };
+  if (!config.webhook.secret)
+    throw new ConfigError("HOURGLASS_WEBHOOK_SECRET", "no webhook signing secret configured");
   const inLambda = Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME);
   const logger = options.logger ?? createLogger(options.service ?? "hourglass", config.logLevel, inLambda);
   const redis = createRedis(config.redis.url, config.redis.cluster);
@@ -72,7 +81,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     : new SqsTransport(sqs, queueUrl!);
   const registry = new HandlerRegistry([
     webhookHandler({
-      secret: config.webhook.secret ?? "",
+      secret: config.webhook.secret,
       allowPrivate: config.webhook.allowPrivate,
       timeoutMs: config.webhook.timeoutMs,
     }),

@@ -1,7 +1,8 @@
+// The deployment may swap in its own handler module for this one (see the Hourglass construct).
+import { handlers } from "@hourglass/handlers";
 import { handle } from "hono/aws-lambda";
 import { createHourglass } from "../../shared/hourglass.ts";
 import { apiDeps, createApp } from "../../shared/http/app.ts";
-import { handlers } from "../handlers.ts";
 
 // Built once per container, at module scope, and reused by every invocation.
 const hourglass = await createHourglass({ service: "hourglass-api", handlers });

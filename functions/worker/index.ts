@@ -1,10 +1,21 @@
+// The deployment may swap in its own handler module for this one (see the Hourglass construct).
+import { handlers } from "@hourglass/handlers";
 import type { Context, SQSEvent } from "aws-lambda";
 import { createHourglass } from "../../shared/hourglass.ts";
+import { createMetrics, recordWork } from "../../shared/metrics.ts";
 import { createSqsBatchHandler } from "../../shared/transport/sqs-batch.ts";
-import { handlers } from "../handlers.ts";
 
 const hourglass = await createHourglass({ service: "hourglass-worker", handlers });
-const processBatch = createSqsBatchHandler(hourglass.worker, hourglass.logger);
+const metrics = createMetrics("worker");
+const processBatch = createSqsBatchHandler(hourglass.worker, hourglass.logger, (result) =>
+  recordWork(metrics, result),
+);
 
 /** The SQS event source calls this with up to 10 messages; failures come back as a partial batch response. */
-export const handler = (event: SQSEvent, context: Context) => processBatch(event, context);
+export const handler = async (event: SQSEvent, context: Context) => {
+  try {
+    return await processBatch(event, context);
+  } finally {
+    metrics.publishStoredMetrics();
+  }
+};

@@ -168,6 +168,25 @@ export class Dispatcher {
     }
   }
 
+  /** The index's size and its oldest overdue event's lag, summed over the shards (O(shards)). */
+  async indexHealth(): Promise<{ size: number; oldestOverdueMs: number }> {
+    const { index, clock, config } = this.deps;
+    const now = clock();
+    const shards = await Promise.all(
+      Array.from({ length: config.shards }, (_, shard) => index.shardStats(shard)),
+    );
+    let size = 0;
+    let oldestOverdueMs = 0;
+    for (const s of shards) {
+      size += s.due + s.leased + s.dead;
+      // Due events are claimed a look-ahead early; overdue means past due and still unclaimed.
+      if (s.oldestDue !== undefined) oldestOverdueMs = Math.max(oldestOverdueMs, now - s.oldestDue);
+      if (s.oldestLeaseDeadline !== undefined)
+        oldestOverdueMs = Math.max(oldestOverdueMs, now - s.oldestLeaseDeadline);
+    }
+    return { size, oldestOverdueMs };
+  }
+
   /** One dispatcher per period does the sweep; a Redis key with a TTL elects it (not an index key). */
   private async recoveryDue(): Promise<boolean> {
     if (!this.deps.journal) return false;

@@ -1,6 +1,6 @@
 import { BatchProcessor, EventType, processPartialResponse } from "@aws-lambda-powertools/batch";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
-import type { Worker } from "../events/worker.ts";
+import type { Worker, WorkResult } from "../events/worker.ts";
 import type { Logger } from "../logger.ts";
 import { decodeMessage, MalformedMessageError } from "./transport.ts";
 
@@ -9,7 +9,11 @@ import { decodeMessage, MalformedMessageError } from "./transport.ts";
  * whose processing threw (an infrastructure failure) go back to the queue. Handler failures never
  * throw here; the worker retries those itself. The Lambda handler and the local poller share it.
  */
-export function createSqsBatchHandler(worker: Worker, logger: Logger) {
+export function createSqsBatchHandler(
+  worker: Worker,
+  logger: Logger,
+  onResult?: (result: WorkResult) => void,
+) {
   const processor = new BatchProcessor(EventType.SQS);
   const record = async (item: SQSRecord, deadline: number) => {
     let message: ReturnType<typeof decodeMessage>;
@@ -21,7 +25,7 @@ export function createSqsBatchHandler(worker: Worker, logger: Logger) {
       logger.error("malformed message dropped", { messageId: item.messageId, error });
       return;
     }
-    await worker.process(message, deadline);
+    onResult?.(await worker.process(message, deadline));
   };
   return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     const deadline = context ? Date.now() + context.getRemainingTimeInMillis() : Number.POSITIVE_INFINITY;

@@ -71,12 +71,17 @@ describe("toNewEvent", () => {
   });
 
   it("fingerprints content, not key order or the moment a relative delay was resolved", () => {
-    const a = toNewEvent({ id: "k", type: "mail.send", payload: { to: "a@b.co", cc: 1 }, delaySeconds: 5 }, "t", now, {
-      ...rules,
-      registry: new HandlerRegistry([
-        defineHandler("mail.send", z.object({ to: z.string(), cc: z.number() }), async () => {}),
-      ]),
-    });
+    const a = toNewEvent(
+      { id: "k", type: "mail.send", payload: { to: "a@b.co", cc: 1 }, delaySeconds: 5 },
+      "t",
+      now,
+      {
+        ...rules,
+        registry: new HandlerRegistry([
+          defineHandler("mail.send", z.object({ to: z.string(), cc: z.number() }), async () => {}),
+        ]),
+      },
+    );
     const b = toNewEvent(
       { delaySeconds: 5, payload: { cc: 1, to: "a@b.co" }, type: "mail.send", id: "k" },
       "t",
@@ -89,10 +94,23 @@ describe("toNewEvent", () => {
       },
     );
     expect(a.fingerprint).toBe(b.fingerprint);
-    const c = toNewEvent({ id: "k", type: "mail.send", payload: { to: "a@b.co" }, delaySeconds: 6 }, "t", now, rules);
-    const d = toNewEvent({ id: "k", type: "mail.send", payload: { to: "a@b.co" }, delaySeconds: 5 }, "t", now, rules);
+    const c = toNewEvent(
+      { id: "k", type: "mail.send", payload: { to: "a@b.co" }, delaySeconds: 6 },
+      "t",
+      now,
+      rules,
+    );
+    const d = toNewEvent(
+      { id: "k", type: "mail.send", payload: { to: "a@b.co" }, delaySeconds: 5 },
+      "t",
+      now,
+      rules,
+    );
     expect(c.fingerprint).not.toBe(d.fingerprint);
     // A generated id can never be sent again, so its content is not fingerprinted.
-    expect(toNewEvent({ type: "mail.send", payload: { to: "a@b.co" }, delaySeconds: 5 }, "t", now, rules).fingerprint).toBe("");
+    expect(
+      toNewEvent({ type: "mail.send", payload: { to: "a@b.co" }, delaySeconds: 5 }, "t", now, rules)
+        .fingerprint,
+    ).toBe("");
   });
 });

@@ -1,0 +1,179 @@
+import { join } from "node:path";
+import { Duration, Stack } from "aws-cdk-lib";
+import * as apigateway from "aws-cdk-lib/aws-apigateway";
+import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import type * as ec2 from "aws-cdk-lib/aws-ec2";
+import * as iam from "aws-cdk-lib/aws-iam";
+import * as lambda from "aws-cdk-lib/aws-lambda";
+import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
+import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
+import * as logs from "aws-cdk-lib/aws-logs";
+import * as scheduler from "aws-cdk-lib/aws-scheduler";
+import * as targets from "aws-cdk-lib/aws-scheduler-targets";
+import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
+import * as sqs from "aws-cdk-lib/aws-sqs";
+import type { Construct } from "constructs";
+import { WORK_QUEUE } from "../../shared/resources.ts";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+
+export interface FunctionSettings {
+  readonly vpc: ec2.IVpc;
+  readonly subnets: ec2.SubnetSelection;
+  readonly securityGroup: ec2.SecurityGroup;
+  readonly environment: Record<string, string>;
+  readonly handlersModule: string;
+  readonly logRetention: logs.RetentionDays;
+}
+
+/** The work queue, encrypted, with its dead-letter queue and redrive, from the shared definition. */
+export function createQueues(scope: Construct) {
+  const deadLetterQueue = new sqs.Queue(scope, "WorkDlq", {
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    retentionPeriod: Duration.seconds(WORK_QUEUE.dlq.retentionSeconds),
+  });
+  const queue = new sqs.Queue(scope, "WorkQueue", {
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    visibilityTimeout: Duration.seconds(WORK_QUEUE.visibilityTimeoutSeconds),
+    retentionPeriod: Duration.seconds(WORK_QUEUE.retentionSeconds),
+    deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: WORK_QUEUE.dlq.maxReceiveCount },
+  });
+  return { queue, deadLetterQueue };
+}
+
+/**
+ * A Lambda function from one of `functions/`: Node.js 24 (the newest Lambda runtime) on arm64, bundled by the project's own
+ * esbuild (no Docker) as ESM with source maps, the Lua scripts copied beside the bundle, and the
+ * user's handler module swapped in for `@hourglass/handlers`.
+ */
+export function createFunction(
+  scope: Construct,
+  id: string,
+  entry: "api" | "dispatcher" | "worker",
+  settings: FunctionSettings,
+  sizing: { memorySize: number; timeout: Duration },
+): nodejs.NodejsFunction {
+  return new nodejs.NodejsFunction(scope, id, {
+    entry: join(ROOT, "functions", entry, "index.ts"),
+    handler: "handler",
+    runtime: lambda.Runtime.NODEJS_24_X,
+    architecture: lambda.Architecture.ARM_64,
+    memorySize: sizing.memorySize,
+    timeout: sizing.timeout,
+    vpc: settings.vpc,
+    vpcSubnets: settings.subnets,
+    securityGroups: [settings.securityGroup],
+    environment: { ...settings.environment, NODE_OPTIONS: "--enable-source-maps" },
+    logGroup: new logs.LogGroup(scope, `${id}Logs`, { retention: settings.logRetention }),
+    tracing: lambda.Tracing.ACTIVE,
+    depsLockFilePath: join(ROOT, "package-lock.json"),
+    projectRoot: ROOT,
+    bundling: {
+      format: nodejs.OutputFormat.ESM,
+      target: "node22",
+      sourceMap: true,
+      minify: true,
+      mainFields: ["module", "main"],
+      banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+      esbuildArgs: { [`--alias:@hourglass/handlers`]: settings.handlersModule },
+      commandHooks: {
+        beforeBundling: () => [],
+        beforeInstall: () => [],
+        afterBundling: (inputDir: string, outputDir: string) => [
+          `cp -r "${inputDir}/shared/engine/lua" "${outputDir}/lua"`,
+        ],
+      },
+    },
+  });
+}
+
+export function grantTables(fn: lambda.IFunction, tables: readonly dynamodb.ITableV2[]) {
+  for (const table of tables) table.grantReadWriteData(fn);
+}
+
+export function grantSecrets(fn: lambda.IFunction, secrets: readonly secretsmanager.ISecret[]) {
+  for (const secret of secrets) secret.grantRead(fn);
+}
+
+/** EventBridge Scheduler runs the dispatcher every minute, with retries and a dead-letter queue. */
+export function createDispatchSchedule(scope: Construct, dispatcher: lambda.IFunction) {
+  const deadLetterQueue = new sqs.Queue(scope, "ScheduleDlq", {
+    encryption: sqs.QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    retentionPeriod: Duration.days(14),
+  });
+  const schedule = new scheduler.Schedule(scope, "DispatchSchedule", {
+    schedule: scheduler.ScheduleExpression.rate(Duration.minutes(1)),
+    description: "Hourglass dispatcher: moves events that are almost due to the work queue",
+    target: new targets.LambdaInvoke(dispatcher, {
+      retryAttempts: 2,
+      maxEventAge: Duration.minutes(1),
+      deadLetterQueue,
+    }),
+  });
+  return { schedule, deadLetterQueue };
+}
+
+export function attachWorker(worker: lambda.Function, queue: sqs.IQueue, maxConcurrency: number) {
+  worker.addEventSource(
+    new SqsEventSource(queue, { batchSize: 10, reportBatchItemFailures: true, maxConcurrency }),
+  );
+}
+
+/**
+ * The REST API: IAM authorization on every method (API keys too, when asked), throttling,
+ * access logs, and one Lambda proxy behind all routes.
+ */
+export function createApi(
+  scope: Construct,
+  handler: lambda.IFunction,
+  options: {
+    apiKeys: boolean;
+    throttle: { rateLimit: number; burstLimit: number };
+    logRetention: logs.RetentionDays;
+  },
+) {
+  const accessLogs = new logs.LogGroup(scope, "ApiAccessLogs", { retention: options.logRetention });
+  const api = new apigateway.LambdaRestApi(scope, "Api", {
+    handler,
+    proxy: true,
+    description: "Hourglass API",
+    cloudWatchRole: true,
+    defaultMethodOptions: {
+      authorizationType: apigateway.AuthorizationType.IAM,
+      apiKeyRequired: options.apiKeys,
+    },
+    deployOptions: {
+      stageName: "v1",
+      throttlingRateLimit: options.throttle.rateLimit,
+      throttlingBurstLimit: options.throttle.burstLimit,
+      accessLogDestination: new apigateway.LogGroupLogDestination(accessLogs),
+      accessLogFormat: apigateway.AccessLogFormat.jsonWithStandardFields(),
+      loggingLevel: apigateway.MethodLoggingLevel.ERROR,
+      tracingEnabled: true,
+      metricsEnabled: true,
+    },
+  });
+  if (options.apiKeys) {
+    const plan = api.addUsagePlan("UsagePlan", {
+      throttle: options.throttle,
+      apiStages: [{ api, stage: api.deploymentStage }],
+    });
+    plan.addApiKey(api.addApiKey("DefaultKey"));
+  }
+  return api;
+}
+
+/** The callers that may invoke the IAM-protected API: grant this to your services' roles. */
+export function invokePolicy(api: apigateway.RestApi): iam.PolicyStatement {
+  return new iam.PolicyStatement({
+    actions: ["execute-api:Invoke"],
+    resources: [api.arnForExecuteApi("*", "/*", api.deploymentStage.stageName)],
+  });
+}
+
+export function regionOf(scope: Construct): string {
+  return Stack.of(scope).region;
+}

@@ -1,0 +1,171 @@
+import { join } from "node:path";
+import { Duration } from "aws-cdk-lib";
+import type * as apigateway from "aws-cdk-lib/aws-apigateway";
+import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
+import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
+import * as ec2 from "aws-cdk-lib/aws-ec2";
+import type * as lambda from "aws-cdk-lib/aws-lambda";
+import * as logs from "aws-cdk-lib/aws-logs";
+import type * as scheduler from "aws-cdk-lib/aws-scheduler";
+import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+import { EVENTS_TABLE, LEASES_TABLE, LEDGER_TABLE } from "../../shared/resources.ts";
+import {
+  attachWorker,
+  createApi,
+  createDispatchSchedule,
+  createFunction,
+  createQueues,
+  grantSecrets,
+  grantTables,
+} from "./compute.ts";
+import { type Cache, createCache, createTable } from "./data.ts";
+import { createNetwork } from "./network.ts";
+import { createObservability } from "./observability.ts";
+import { type HourglassProps, validateProps } from "./props.ts";
+
+export type { HourglassProps } from "./props.ts";
+
+/**
+ * Everything Hourglass is on AWS, in one construct: the VPC, Valkey, the DynamoDB tables, the
+ * work queue, the three functions, the dispatcher's schedule, the API, alarms and a dashboard.
+ * Secure by default (TLS, AUTH, encryption at rest, IAM authorization, a DLQ everywhere).
+ */
+export class Hourglass extends Construct {
+  public readonly vpc: ec2.IVpc;
+  public readonly eventsTable: dynamodb.TableV2;
+  public readonly leasesTable: dynamodb.TableV2;
+  public readonly ledgerTable: dynamodb.TableV2;
+  public readonly cache: Cache;
+  public readonly functionsSecurityGroup: ec2.SecurityGroup;
+  public readonly queue: sqs.Queue;
+  public readonly deadLetterQueue: sqs.Queue;
+  public readonly webhookSecret: secretsmanager.Secret;
+  public readonly apiFunction: lambda.Function;
+  public readonly dispatcherFunction: lambda.Function;
+  public readonly workerFunction: lambda.Function;
+  public readonly schedule: scheduler.Schedule;
+  public readonly api: apigateway.RestApi;
+  public readonly alarms: Record<string, cloudwatch.Alarm>;
+  public readonly dashboard: cloudwatch.Dashboard;
+
+  constructor(scope: Construct, id: string, props: HourglassProps = {}) {
+    super(scope, id);
+    validateProps(props);
+    const production = props.production ?? true;
+    const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
+    const egress = props.internetEgress ?? false;
+
+    this.vpc = props.vpc ?? createNetwork(this, egress, logRetention);
+    const subnets: ec2.SubnetSelection = {
+      subnetType: egress ? ec2.SubnetType.PRIVATE_WITH_EGRESS : ec2.SubnetType.PRIVATE_ISOLATED,
+    };
+
+    this.eventsTable = createTable(this, "Events", EVENTS_TABLE, production);
+    this.leasesTable = createTable(this, "Leases", LEASES_TABLE, production);
+    this.ledgerTable = createTable(this, "Ledger", LEDGER_TABLE, production);
+    this.cache = createCache(
+      this,
+      this.vpc,
+      subnets,
+      props.cache ?? "replication-group",
+      props.cacheNodeType ?? "cache.t4g.small",
+      production,
+    );
+    this.functionsSecurityGroup = new ec2.SecurityGroup(this, "FunctionsSecurityGroup", {
+      vpc: this.vpc,
+      description: "Hourglass functions",
+      allowAllOutbound: true,
+    });
+    this.cache.securityGroup.addIngressRule(
+      this.functionsSecurityGroup,
+      ec2.Port.tcp(props.cache === "serverless" ? 6379 : 6380),
+      "Hourglass functions to Valkey",
+    );
+    if (props.cache === "serverless") {
+      this.cache.securityGroup.addIngressRule(
+        this.functionsSecurityGroup,
+        ec2.Port.tcp(6380),
+        "Valkey serverless readers",
+      );
+    }
+
+    const queues = createQueues(this);
+    this.queue = queues.queue;
+    this.deadLetterQueue = queues.deadLetterQueue;
+    this.webhookSecret = new secretsmanager.Secret(this, "WebhookSecret", {
+      description: "Hourglass: HMAC key for the Hourglass-Signature header of webhooks",
+      generateSecretString: {
+        secretStringTemplate: "{}",
+        generateStringKey: "webhookSecret",
+        excludePunctuation: true,
+        passwordLength: 48,
+      },
+    });
+
+    const secrets =
+      props.cache === "serverless" ? [this.webhookSecret] : [this.cache.authSecret, this.webhookSecret];
+    const settings = {
+      vpc: this.vpc,
+      subnets,
+      securityGroup: this.functionsSecurityGroup,
+      handlersModule:
+        props.handlersModule ?? join(import.meta.dirname, "..", "..", "functions", "handlers.ts"),
+      logRetention,
+      environment: {
+        HOURGLASS_MODE: "aws",
+        HOURGLASS_REDIS_URL: this.cache.url,
+        HOURGLASS_REDIS_CLUSTER: String(this.cache.cluster),
+        HOURGLASS_SHARDS: String(props.shards ?? 16),
+        HOURGLASS_EVENTS_TABLE: this.eventsTable.tableName,
+        HOURGLASS_LEASES_TABLE: this.leasesTable.tableName,
+        HOURGLASS_LEDGER_TABLE: this.ledgerTable.tableName,
+        HOURGLASS_QUEUE_URL: this.queue.queueUrl,
+        HOURGLASS_LOOKAHEAD_SECONDS: String((props.lookAhead ?? Duration.minutes(2)).toSeconds()),
+        HOURGLASS_SECRET_ARNS: secrets.map((s) => s.secretArn).join(","),
+        HOURGLASS_WEBHOOK_ALLOW_PRIVATE: String(props.webhookAllowPrivate ?? false),
+        POWERTOOLS_METRICS_NAMESPACE: "Hourglass",
+      },
+    };
+    this.apiFunction = createFunction(this, "ApiFunction", "api", settings, {
+      memorySize: 512,
+      timeout: Duration.seconds(29),
+    });
+    this.dispatcherFunction = createFunction(this, "DispatcherFunction", "dispatcher", settings, {
+      memorySize: 512,
+      timeout: Duration.seconds(55),
+    });
+    this.workerFunction = createFunction(this, "WorkerFunction", "worker", settings, {
+      memorySize: 512,
+      timeout: Duration.seconds(60),
+    });
+    for (const fn of [this.apiFunction, this.dispatcherFunction, this.workerFunction]) {
+      grantTables(fn, [this.eventsTable, this.leasesTable, this.ledgerTable]);
+      grantSecrets(fn, secrets);
+      this.queue.grantSendMessages(fn);
+    }
+    attachWorker(this.workerFunction, this.queue, props.workerMaxConcurrency ?? 50);
+
+    const dispatch = createDispatchSchedule(this, this.dispatcherFunction);
+    this.schedule = dispatch.schedule;
+    this.api = createApi(this, this.apiFunction, {
+      apiKeys: props.apiKeys ?? false,
+      throttle: props.throttle ?? { rateLimit: 1_000, burstLimit: 2_000 },
+      logRetention,
+    });
+    const observability = createObservability(
+      this,
+      {
+        dispatcher: this.dispatcherFunction,
+        worker: this.workerFunction,
+        api: this.apiFunction,
+        deadLetterQueue: this.deadLetterQueue,
+        scheduleDeadLetterQueue: dispatch.deadLetterQueue,
+      },
+      props.alarmTopic,
+    );
+    this.alarms = observability.alarms;
+    this.dashboard = observability.dashboard;
+  }
+}

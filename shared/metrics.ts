@@ -1,0 +1,47 @@
+import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
+import type { TickReport } from "./events/dispatcher.ts";
+import type { WorkResult } from "./events/worker.ts";
+
+/** CloudWatch metrics (EMF, through Powertools) under one namespace; the CDK alarms read these names. */
+export const METRICS_NAMESPACE = "Hourglass";
+export const METRIC = {
+  dispatched: "Dispatched",
+  sendFailures: "SendFailures",
+  restored: "Restored",
+  indexSize: "IndexSize",
+  overdueLag: "OldestOverdueMs",
+  lateness: "LatenessMs",
+  succeeded: "Succeeded",
+  retried: "Retried",
+  deadLettered: "DeadLettered",
+  dropped: "Dropped",
+} as const;
+
+export function createMetrics(service: string): Metrics {
+  return new Metrics({ namespace: METRICS_NAMESPACE, serviceName: service });
+}
+
+export function recordTick(
+  metrics: Metrics,
+  report: TickReport,
+  index: { size: number; oldestOverdueMs: number },
+) {
+  metrics.addMetric(METRIC.dispatched, MetricUnit.Count, report.sent);
+  metrics.addMetric(METRIC.sendFailures, MetricUnit.Count, report.failed);
+  metrics.addMetric(METRIC.restored, MetricUnit.Count, report.restored);
+  metrics.addMetric(METRIC.indexSize, MetricUnit.Count, index.size);
+  metrics.addMetric(METRIC.overdueLag, MetricUnit.Milliseconds, index.oldestOverdueMs);
+}
+
+export function recordWork(metrics: Metrics, result: WorkResult) {
+  const counter = {
+    succeeded: METRIC.succeeded,
+    retrying: METRIC.retried,
+    dead: METRIC.deadLettered,
+    dropped: METRIC.dropped,
+  }[result.outcome];
+  metrics.addMetric(counter, MetricUnit.Count, 1);
+  if (result.outcome !== "dropped" && result.lateMs !== undefined) {
+    metrics.addMetric(METRIC.lateness, MetricUnit.Milliseconds, result.lateMs);
+  }
+}

@@ -1,0 +1,162 @@
+import { App, Duration, Stack, Validations } from "aws-cdk-lib";
+import { Match, Template } from "aws-cdk-lib/assertions";
+import { AwsSolutionsChecks } from "cdk-nag";
+import { describe, expect, it } from "vitest";
+import { Hourglass } from "../../infra/construct/hourglass.ts";
+import { HourglassPropsError } from "../../infra/construct/props.ts";
+import { HourglassStack, type HourglassStackProps } from "../../infra/stacks/hourglass-stack.ts";
+
+// Bundling is skipped here (it is exercised by the `cdk synth` test); assertions read the template.
+const synth = (props: HourglassStackProps = {}) => {
+  const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+  const stack = new HourglassStack(app, "Test", {
+    env: { account: "111111111111", region: "eu-west-1" },
+    ...props,
+  });
+  return { app, stack, template: Template.fromStack(stack) };
+};
+
+describe("HourglassStack", () => {
+  const { template } = synth();
+
+  it("runs three arm64 functions on Node.js 22 or newer, with log retention", () => {
+    const functions = template.findResources("AWS::Lambda::Function");
+    const hourglassFunctions = Object.values(functions).filter(
+      (f) => f.Properties.Environment?.Variables?.HOURGLASS_MODE === "aws",
+    );
+    expect(hourglassFunctions).toHaveLength(3);
+    for (const fn of hourglassFunctions) {
+      expect(fn.Properties.Architectures).toEqual(["arm64"]);
+      expect(Number(/nodejs(\d+)\.x/.exec(fn.Properties.Runtime)?.[1])).toBeGreaterThanOrEqual(22);
+      expect(fn.Properties.VpcConfig).toBeDefined();
+    }
+    template.allResourcesProperties("AWS::Logs::LogGroup", { RetentionInDays: 30 });
+  });
+
+  it("encrypts the work queue and gives it a DLQ with a redrive policy", () => {
+    template.hasResourceProperties("AWS::SQS::Queue", {
+      SqsManagedSseEnabled: true,
+      VisibilityTimeout: 360,
+      RedrivePolicy: { deadLetterTargetArn: Match.anyValue(), maxReceiveCount: 5 },
+    });
+    template.allResourcesProperties("AWS::SQS::Queue", { SqsManagedSseEnabled: true });
+  });
+
+  it("feeds the worker from SQS with partial batch responses and a maximum concurrency", () => {
+    template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
+      BatchSize: 10,
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+      ScalingConfig: { MaximumConcurrency: 50 },
+    });
+  });
+
+  it("invokes the dispatcher every minute through EventBridge Scheduler, with retries and a DLQ", () => {
+    template.hasResourceProperties("AWS::Scheduler::Schedule", {
+      ScheduleExpression: "rate(1 minute)",
+      Target: Match.objectLike({
+        RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 60 },
+        DeadLetterConfig: { Arn: Match.anyValue() },
+      }),
+    });
+  });
+
+  it("puts IAM authorization on every API method, with throttling and access logs", () => {
+    const methods = Object.values(template.findResources("AWS::ApiGateway::Method"));
+    expect(methods.length).toBeGreaterThan(0);
+    for (const method of methods) expect(method.Properties.AuthorizationType).toBe("AWS_IAM");
+    template.hasResourceProperties("AWS::ApiGateway::Stage", {
+      AccessLogSetting: Match.objectLike({ DestinationArn: Match.anyValue() }),
+      MethodSettings: Match.arrayWith([
+        Match.objectLike({ ThrottlingRateLimit: 1000, ThrottlingBurstLimit: 2000 }),
+      ]),
+    });
+  });
+
+  it("keeps the tables on demand, with point-in-time recovery, TTL and deletion protection", () => {
+    const tables = template.findResources("AWS::DynamoDB::GlobalTable");
+    expect(Object.keys(tables)).toHaveLength(3);
+    for (const table of Object.values(tables)) {
+      expect(table.Properties.BillingMode).toBe("PAY_PER_REQUEST");
+      expect(table.Properties.Replicas[0].PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled).toBe(
+        true,
+      );
+      expect(table.Properties.Replicas[0].DeletionProtectionEnabled).toBe(true);
+      expect(table.DeletionPolicy).toBe("Retain");
+    }
+    template.hasResourceProperties("AWS::DynamoDB::GlobalTable", {
+      TimeToLiveSpecification: { AttributeName: "ttl", Enabled: true },
+      GlobalSecondaryIndexes: Match.arrayWith([Match.objectLike({ IndexName: "pending" })]),
+    });
+  });
+
+  it("runs Valkey with TLS, AUTH, encryption at rest and a Multi-AZ replica", () => {
+    template.hasResourceProperties("AWS::ElastiCache::ReplicationGroup", {
+      Engine: "valkey",
+      TransitEncryptionEnabled: true,
+      AtRestEncryptionEnabled: true,
+      MultiAZEnabled: true,
+      NumCacheClusters: 2,
+      AuthToken: Match.anyValue(),
+    });
+  });
+
+  it("alarms on the DLQ, dispatcher errors and missed runs, overdue lag and worker errors", () => {
+    const alarms = Object.values(template.findResources("AWS::CloudWatch::Alarm"));
+    const names = alarms.map((a) => a.Properties.MetricName);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "ApproximateNumberOfMessagesVisible",
+        "Errors",
+        "Invocations",
+        "OldestOverdueMs",
+      ]),
+    );
+    template.resourceCountIs("AWS::CloudWatch::Dashboard", 1);
+  });
+
+  it("has no NAT gateway by default, and endpoints for DynamoDB, SQS and Secrets Manager", () => {
+    template.resourceCountIs("AWS::EC2::NatGateway", 0);
+    template.resourceCountIs("AWS::EC2::VPCEndpoint", 3);
+  });
+
+  it("drops deletion protection and retention when production is off", () => {
+    const { template: dev } = synth({ hourglass: { production: false, cache: "serverless" } });
+    for (const table of Object.values(dev.findResources("AWS::DynamoDB::GlobalTable"))) {
+      expect(table.DeletionPolicy).toBe("Delete");
+    }
+    dev.resourceCountIs("AWS::ElastiCache::ServerlessCache", 1);
+  });
+
+  it("passes cdk-nag's AwsSolutions checks with every acknowledgment carrying a reason", () => {
+    const { app } = synth();
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).not.toThrow();
+  });
+});
+
+describe("Hourglass construct props", () => {
+  it("reports every problem at once, before building anything", () => {
+    const app = new App();
+    const error = (() => {
+      try {
+        new Hourglass(new Stack(app, "Bad"), "Hourglass", {
+          shards: 0,
+          workerMaxConcurrency: 1,
+          throttle: { rateLimit: 10, burstLimit: 5 },
+          lookAhead: Duration.hours(1),
+          cache: "serverless",
+          cacheNodeType: "cache.r7g.large",
+        });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(HourglassPropsError);
+    const problems = (error as HourglassPropsError).problems;
+    expect(problems).toHaveLength(5);
+    for (const prop of ["shards", "workerMaxConcurrency", "throttle", "lookAhead", "cacheNodeType"]) {
+      expect(problems.some((p) => p.startsWith(prop))).toBe(true);
+    }
+    expect(app.node.findAll().filter((c) => c.node.id === "Vpc")).toHaveLength(0);
+  });
+});

@@ -1,0 +1,38 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { expect, it } from "vitest";
+
+it("`cdk synth` works offline with no AWS credentials and no Docker, bundling with the local esbuild", async () => {
+  const out = mkdtempSync(join(tmpdir(), "hg-cdk-"));
+  const env = {
+    ...process.env,
+    CDK_DISABLE_CLI_TELEMETRY: "1",
+    AWS_ACCESS_KEY_ID: "",
+    AWS_SECRET_ACCESS_KEY: "",
+    AWS_PROFILE: "",
+  };
+  for (const key of [
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_PROFILE",
+    "AWS_ENDPOINT_URL_DYNAMODB",
+    "AWS_ENDPOINT_URL_SQS",
+  ]) {
+    delete (env as Record<string, string | undefined>)[key];
+  }
+  await promisify(execFile)(
+    "npx",
+    ["cdk", "synth", "--no-notices", "--quiet", "--no-version-reporting", "-o", out],
+    {
+      env,
+      timeout: 120_000,
+    },
+  );
+  const manifest = JSON.parse(readFileSync(join(out, "manifest.json"), "utf8"));
+  expect(Object.keys(manifest.artifacts)).toContain("Hourglass");
+  const assets = JSON.parse(readFileSync(join(out, "Hourglass.assets.json"), "utf8"));
+  expect(Object.keys(assets.files).length).toBeGreaterThanOrEqual(3);
+}, 150_000);
