@@ -25,11 +25,12 @@ export const EVENTS_TABLE: TableDefinition = {
   indexes: [
     {
       // Sparse: only pending events (scheduled, retrying) carry pshard/pdue. Recovery queries it per
-      // shard by due time instead of scanning the table.
+      // shard by due time instead of scanning the table. Keys only: every event writes it, while
+      // only recovery reads it (and then fetches the items), so the cheap projection wins.
       name: "pending",
       partitionKey: { name: "pshard", type: "S" },
       sortKey: { name: "pdue", type: "N" },
-      projection: "ALL",
+      projection: "KEYS_ONLY",
     },
     {
       // Every event of a tenant in creation order, for listing. Keys only: its attributes never change.

@@ -18,7 +18,7 @@ import DataLoader from "dataloader";
 import type { NewEvent } from "../events/model.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { JournalConditionError } from "./errors.ts";
-import { type JournalItem, type JournalStatus, journalKey, toJournalItem } from "./item.ts";
+import { type JournalItem, type JournalStatus, journalKey, PENDING_STATUSES, toJournalItem } from "./item.ts";
 import { type Condition, isDead, isPending, type Update, update } from "./updates.ts";
 
 export interface Page<T> {
@@ -302,7 +302,13 @@ export class EventJournal {
         ExclusiveStartKey: decodeCursor(cursor),
       }),
     );
-    return { items: (reply.Items ?? []) as JournalItem[], cursor: encodeCursor(reply.LastEvaluatedKey) };
+    // The index holds keys only; the items come from the table, still pending when read.
+    const keys = (reply.Items ?? []).map((item) => item.pk as string);
+    const found = await this.getMany(keys);
+    const items = keys
+      .map((pk) => found.get(pk))
+      .filter((item): item is JournalItem => item !== undefined && PENDING_STATUSES.includes(item.status));
+    return { items, cursor: encodeCursor(reply.LastEvaluatedKey) };
   }
 
   private async queryKeysThenGet(

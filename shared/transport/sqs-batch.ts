@@ -25,7 +25,19 @@ export function createSqsBatchHandler(
       logger.error("malformed message dropped", { messageId: item.messageId, error });
       return;
     }
-    onResult?.(await worker.process(message, deadline));
+    try {
+      // Not `onResult?.(await …)`: an optional call skips evaluating its arguments when undefined.
+      const result = await worker.process(message, deadline);
+      onResult?.(result);
+    } catch (error) {
+      // Goes back to the queue (partial batch response); say why, or nobody will know.
+      logger.error("message failed; the queue will redeliver it", {
+        messageId: item.messageId,
+        event: message.member,
+        error,
+      });
+      throw error;
+    }
   };
   return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     const deadline = context ? Date.now() + context.getRemainingTimeInMillis() : Number.POSITIVE_INFINITY;
