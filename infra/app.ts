@@ -18,7 +18,14 @@ new HourglassStack(app, app.node.tryGetContext("stackName") ?? "Hourglass", {
     production: flag("production", true),
     internetEgress: flag("egress", false),
     apiKeys: flag("apiKeys", false),
-    cache: app.node.tryGetContext("cache") === "serverless" ? "serverless" : "replication-group",
+    ...(app.node.tryGetContext("redisUrl")
+      ? { externalRedis: { url: String(app.node.tryGetContext("redisUrl")) } }
+      : {
+          cache:
+            app.node.tryGetContext("cache") === "serverless"
+              ? ("serverless" as const)
+              : ("replication-group" as const),
+        }),
   },
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

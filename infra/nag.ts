@@ -51,7 +51,9 @@ export function acknowledgeFindings(hourglass: Hourglass): void {
       reason: "The API uses IAM authorization (SigV4) for service callers, not Cognito user pools.",
     },
   );
-  for (const secret of [hourglass.cache.authSecret, hourglass.webhookSecret]) {
+  for (const secret of [hourglass.cache?.authSecret, hourglass.webhookSecret].filter(
+    (s) => s !== undefined,
+  )) {
     Validations.of(secret).acknowledge({
       id: "AwsSolutions::AwsSolutions-SMG4",
       reason:

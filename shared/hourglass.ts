@@ -41,6 +41,8 @@ export interface Hourglass {
   readonly logger: Logger;
   readonly redis: RedisClient;
   readonly dynamo: DynamoDBClient;
+  /** A second client for the worker's payload reads, so they never queue behind writes. */
+  readonly dynamoReads: DynamoDBClient;
   readonly sqs: SQSClient;
   readonly queueUrl: string | undefined;
   readonly index: RedisIndex;
@@ -115,6 +117,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     logger,
     redis,
     dynamo,
+    dynamoReads,
     sqs,
     queueUrl,
     index,

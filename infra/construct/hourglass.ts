@@ -37,7 +37,8 @@ export class Hourglass extends Construct {
   public readonly eventsTable: dynamodb.TableV2;
   public readonly leasesTable: dynamodb.TableV2;
   public readonly ledgerTable: dynamodb.TableV2;
-  public readonly cache: Cache;
+  /** Undefined when `externalRedis` is given. */
+  public readonly cache: Cache | undefined;
   public readonly functionsSecurityGroup: ec2.SecurityGroup;
   public readonly queue: sqs.Queue;
   public readonly deadLetterQueue: sqs.Queue;
@@ -65,30 +66,34 @@ export class Hourglass extends Construct {
     this.eventsTable = createTable(this, "Events", EVENTS_TABLE, production);
     this.leasesTable = createTable(this, "Leases", LEASES_TABLE, production);
     this.ledgerTable = createTable(this, "Ledger", LEDGER_TABLE, production);
-    this.cache = createCache(
-      this,
-      this.vpc,
-      subnets,
-      props.cache ?? "replication-group",
-      props.cacheNodeType ?? "cache.t4g.small",
-      production,
-    );
+    this.cache = props.externalRedis
+      ? undefined
+      : createCache(
+          this,
+          this.vpc,
+          subnets,
+          props.cache ?? "replication-group",
+          props.cacheNodeType ?? "cache.t4g.small",
+          production,
+        );
     this.functionsSecurityGroup = new ec2.SecurityGroup(this, "FunctionsSecurityGroup", {
       vpc: this.vpc,
       description: "Hourglass functions",
       allowAllOutbound: true,
     });
-    this.cache.securityGroup.addIngressRule(
-      this.functionsSecurityGroup,
-      ec2.Port.tcp(props.cache === "serverless" ? 6379 : 6380),
-      "Hourglass functions to Valkey",
-    );
-    if (props.cache === "serverless") {
+    if (this.cache) {
       this.cache.securityGroup.addIngressRule(
         this.functionsSecurityGroup,
-        ec2.Port.tcp(6380),
-        "Valkey serverless readers",
+        ec2.Port.tcp(props.cache === "serverless" ? 6379 : 6380),
+        "Hourglass functions to Valkey",
       );
+      if (props.cache === "serverless") {
+        this.cache.securityGroup.addIngressRule(
+          this.functionsSecurityGroup,
+          ec2.Port.tcp(6380),
+          "Valkey serverless readers",
+        );
+      }
     }
 
     const queues = createQueues(this);
@@ -105,7 +110,10 @@ export class Hourglass extends Construct {
     });
 
     const secrets =
-      props.cache === "serverless" ? [this.webhookSecret] : [this.cache.authSecret, this.webhookSecret];
+      this.cache && props.cache !== "serverless"
+        ? [this.cache.authSecret, this.webhookSecret]
+        : [this.webhookSecret];
+    const redis = props.externalRedis ?? { url: this.cache!.url, cluster: this.cache!.cluster };
     const settings = {
       vpc: this.vpc,
       subnets,
@@ -115,8 +123,8 @@ export class Hourglass extends Construct {
       logRetention,
       environment: {
         HOURGLASS_MODE: "aws",
-        HOURGLASS_REDIS_URL: this.cache.url,
-        HOURGLASS_REDIS_CLUSTER: String(this.cache.cluster),
+        HOURGLASS_REDIS_URL: redis.url,
+        HOURGLASS_REDIS_CLUSTER: String(redis.cluster ?? false),
         HOURGLASS_SHARDS: String(props.shards ?? 16),
         HOURGLASS_EVENTS_TABLE: this.eventsTable.tableName,
         HOURGLASS_LEASES_TABLE: this.leasesTable.tableName,

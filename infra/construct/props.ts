@@ -27,6 +27,12 @@ export interface HourglassProps {
    * @default "replication-group"
    */
   readonly cache?: "replication-group" | "serverless";
+  /**
+   * Use this Redis instead of creating ElastiCache: the LocalStack path (a Redis container), or a
+   * Redis you run yourself. The functions still run in the VPC.
+   * @default undefined: Hourglass creates its own Valkey
+   */
+  readonly externalRedis?: { readonly url: string; readonly cluster?: boolean };
   /** @default "cache.t4g.small" (replication group only) */
   readonly cacheNodeType?: string;
   /** Index shards (Redis hash tags). Fixed for the life of the deployment. @default 16 */
@@ -90,6 +96,14 @@ export function validateProps(props: HourglassProps): void {
   }
   if (props.cache === "serverless" && props.cacheNodeType) {
     problems.push("cacheNodeType applies to the replication group only, not to serverless");
+  }
+  if (props.externalRedis && !/^rediss?:\/\//.test(props.externalRedis.url)) {
+    problems.push(`externalRedis.url must be a redis:// or rediss:// URL (got ${props.externalRedis.url})`);
+  }
+  if (props.externalRedis && props.cache) {
+    problems.push(
+      "externalRedis and cache exclude each other: Hourglass either creates a cache or uses yours",
+    );
   }
   if (props.vpc && props.internetEgress) {
     problems.push(

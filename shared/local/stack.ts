@@ -21,6 +21,8 @@ export interface LocalStackOptions {
   readonly cacheDir?: string;
   /** Keep data across restarts (Redis AOF, DynamoDB `-dbPath`). @default true */
   readonly persist?: boolean;
+  /** Services run elsewhere (LocalStack, AWS): neither probed nor started. */
+  readonly skip?: readonly ("dynamodb" | "sqs")[];
   /** Called with one line per service started or reused. */
   readonly log?: (line: string) => void;
 }
@@ -65,7 +67,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }
 
     const dynamoEndpoint = `http://127.0.0.1:${dynamoPort}`;
-    if (await dynamoAnswers(dynamoEndpoint)) {
+    if (options.skip?.includes("dynamodb")) {
+      log("dynamodb: configured elsewhere; not started");
+    } else if (await dynamoAnswers(dynamoEndpoint)) {
       log(`dynamodb: reusing ${dynamoEndpoint}`);
     } else {
       const cacheDir = resolve(options.cacheDir ?? join(".hourglass", "cache"));
@@ -75,7 +79,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }
 
     const sqsEndpoint = `http://127.0.0.1:${sqsPort}`;
-    if (await sqsAnswers(sqsEndpoint)) {
+    if (options.skip?.includes("sqs")) {
+      log("sqs: configured elsewhere; not started");
+    } else if (await sqsAnswers(sqsEndpoint)) {
       log(`sqs: reusing ${sqsEndpoint}`);
     } else {
       stoppers.push({ name: "sqs", stop: await startFauxqs(sqsPort) });
@@ -98,8 +104,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
 /** Points the AWS SDK at the stack unless the environment already names endpoints. */
 export function useLocalEndpoints(stack: RunningStack, env: NodeJS.ProcessEnv = process.env): void {
-  env.AWS_ENDPOINT_URL_DYNAMODB ??= stack.dynamoEndpoint;
-  env.AWS_ENDPOINT_URL_SQS ??= stack.sqsEndpoint;
+  // AWS_ENDPOINT_URL (every service at one endpoint, as with LocalStack) wins over the stand-ins.
+  if (!env.AWS_ENDPOINT_URL) {
+    env.AWS_ENDPOINT_URL_DYNAMODB ??= stack.dynamoEndpoint;
+    env.AWS_ENDPOINT_URL_SQS ??= stack.sqsEndpoint;
+  }
   env.AWS_REGION ??= "us-east-1";
   env.AWS_ACCESS_KEY_ID ??= LOCAL_CREDENTIALS.accessKeyId;
   env.AWS_SECRET_ACCESS_KEY ??= LOCAL_CREDENTIALS.secretAccessKey;

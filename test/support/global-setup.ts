@@ -8,6 +8,13 @@ export async function setup(): Promise<void> {
     redisUrl: process.env.HOURGLASS_REDIS_URL ?? "redis://127.0.0.1:6379",
     dataDir: ".hourglass/test",
     persist: false,
+    // With an endpoint configured (LocalStack, AWS), that service is not started here.
+    skip: [
+      ...(process.env.AWS_ENDPOINT_URL_DYNAMODB || process.env.AWS_ENDPOINT_URL
+        ? (["dynamodb"] as const)
+        : []),
+      ...(process.env.AWS_ENDPOINT_URL_SQS || process.env.AWS_ENDPOINT_URL ? (["sqs"] as const) : []),
+    ],
     log: (line) => process.stdout.write(`[stack] ${line}\n`),
   });
   useLocalEndpoints(stack);
