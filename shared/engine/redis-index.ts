@@ -80,25 +80,21 @@ export class RedisIndex {
     dispatchUntil: number,
     leaseMs: number,
   ): Promise<ScriptCode[]> {
-    const byShard = this.groupByShard(entries);
-    const codes: ScriptCode[] = new Array(entries.length);
-    await Promise.all(
-      [...byShard].map(async ([shard, items]) => {
+    return this.eachShard(
+      entries,
+      (e) => this.shardOf(e.member),
+      async (shard, batch) => {
         const k = this.keys(shard);
         const args: (string | number)[] = [now, dispatchUntil, leaseMs];
-        for (const { entry } of items) args.push(entry.member, entry.runAt, entry.body);
-        const reply = (await runScript(
+        for (const entry of batch) args.push(entry.member, entry.runAt, entry.body);
+        return (await runScript(
           this.client,
           "schedule",
           [k.due, k.leased, k.body, k.meta, k.stats],
           args,
-        )) as number[];
-        items.forEach(({ index }, i) => {
-          codes[index] = reply[i] as ScriptCode;
-        });
-      }),
+        )) as ScriptCode[];
+      },
     );
-    return codes;
   }
 
   async claim(shard: number, now: number, dueUntil: number, limit: number, leaseMs: number) {
@@ -167,37 +163,29 @@ export class RedisIndex {
   }
 
   /** Runs a per-message script (start, ack) once per shard over all of that shard's messages. */
-  private async perShard<R>(
+  private perShard<R>(
     messages: readonly DispatchMessage[],
     script: "start" | "ack",
     leading: (string | number)[],
     fieldsPerMessage: number,
     parse: (reply: Reply, offset: number) => R,
   ): Promise<R[]> {
-    const results: R[] = new Array(messages.length);
-    const byShard = new Map<number, number[]>();
-    messages.forEach((message, index) => {
-      const list = byShard.get(message.shard);
-      if (list) list.push(index);
-      else byShard.set(message.shard, [index]);
-    });
-    await Promise.all(
-      [...byShard].map(async ([shard, indexes]) => {
+    return this.eachShard(
+      messages,
+      (m) => m.shard,
+      async (shard, batch) => {
         const k = this.keys(shard);
         const args = [...leading];
-        for (const index of indexes) args.push(messages[index]!.member, messages[index]!.gen);
+        for (const message of batch) args.push(message.member, message.gen);
         const reply = (await runScript(
           this.client,
           script,
           [k.leased, k.body, k.meta, k.stats],
           args,
         )) as Reply;
-        indexes.forEach((index, i) => {
-          results[index] = parse(reply, i * fieldsPerMessage);
-        });
-      }),
+        return batch.map((_, i) => parse(reply, i * fieldsPerMessage));
+      },
     );
-    return results;
   }
 
   async retry(message: DispatchMessage, nextRunAt: number): Promise<TransitionResult> {
@@ -284,26 +272,21 @@ export class RedisIndex {
 
   /** Re-indexes events the journal holds; those the index already knows are left alone. */
   async restore(entries: readonly RestoreEntry[], now: number): Promise<ScriptCode[]> {
-    const byShard = this.groupByShard(entries);
-    const codes: ScriptCode[] = new Array(entries.length);
-    await Promise.all(
-      [...byShard].map(async ([shard, items]) => {
+    return this.eachShard(
+      entries,
+      (e) => this.shardOf(e.member),
+      async (shard, batch) => {
         const k = this.keys(shard);
         const args: (string | number)[] = [now];
-        for (const { entry } of items)
-          args.push(entry.member, entry.runAt, entry.body, entry.attempt, entry.status);
-        const reply = (await runScript(
+        for (const e of batch) args.push(e.member, e.runAt, e.body, e.attempt, e.status);
+        return (await runScript(
           this.client,
           "restore",
           [k.due, k.dead, k.body, k.meta, k.stats],
           args,
-        )) as number[];
-        items.forEach(({ index }, i) => {
-          codes[index] = reply[i] as ScriptCode;
-        });
-      }),
+        )) as ScriptCode[];
+      },
     );
-    return codes;
   }
 
   async inspect(member: string): Promise<LiveState | undefined> {
@@ -364,15 +347,35 @@ export class RedisIndex {
     };
   }
 
-  private groupByShard<T extends { member: string }>(entries: readonly T[]) {
-    const byShard = new Map<number, { entry: T; index: number }[]>();
-    entries.forEach((entry, index) => {
-      const shard = this.shardOf(entry.member);
+  /**
+   * Groups items by shard, runs one call per shard (in parallel: each touches one hash tag, so
+   * one cluster slot), and puts the per-item results back in input order.
+   */
+  private async eachShard<T, R>(
+    items: readonly T[],
+    shardOf: (item: T) => number,
+    run: (shard: number, batch: T[]) => Promise<R[]>,
+  ): Promise<R[]> {
+    const byShard = new Map<number, number[]>();
+    items.forEach((item, index) => {
+      const shard = shardOf(item);
       const list = byShard.get(shard);
-      if (list) list.push({ entry, index });
-      else byShard.set(shard, [{ entry, index }]);
+      if (list) list.push(index);
+      else byShard.set(shard, [index]);
     });
-    return byShard;
+    const results: R[] = new Array(items.length);
+    await Promise.all(
+      [...byShard].map(async ([shard, indexes]) => {
+        const replies = await run(
+          shard,
+          indexes.map((i) => items[i]!),
+        );
+        indexes.forEach((index, i) => {
+          results[index] = replies[i]!;
+        });
+      }),
+    );
+    return results;
   }
 }
 

@@ -140,3 +140,8 @@ export const json = <T extends z.ZodType>(schema: T, description: string) => ({
   description,
   content: { "application/json": { schema } },
 });
+
+/** A required JSON request body, for a route's `request`. */
+export const jsonRequest = <T extends z.ZodType>(schema: T) => ({
+  body: { content: { "application/json": { schema } }, required: true },
+});

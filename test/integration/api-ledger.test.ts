@@ -1,24 +1,12 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../support/cli.ts";
 import { type TestHourglass, testHourglass } from "../support/harness.ts";
 import { serveApi } from "../support/server.ts";
 
 /** Leases, stock and reservations through the HTTP API and the CLI, on the real local stack. */
 let hg: TestHourglass;
 let api: Awaited<ReturnType<typeof serveApi>>;
-const run = promisify(execFile);
-const cli = async (...args: string[]) => {
-  try {
-    const { stdout, stderr } = await run("node", ["scripts/hourglass.mjs", "--url", api.base, ...args], {
-      timeout: 30_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-};
+const cli = (...args: string[]) => runCli(api.base, ...args);
 
 beforeAll(async () => {
   hg = await testHourglass();

@@ -1,31 +1,19 @@
-import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../support/cli.ts";
 import { type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
 import { serveApi } from "../support/server.ts";
 
 /** The `hourglass` CLI, run as a child process against the running server. */
-const run = promisify(execFile);
 const rec = recorder();
 let hg: TestHourglass;
 let api: Awaited<ReturnType<typeof serveApi>>;
 const dir = mkdtempSync(join(tmpdir(), "hg-cli-"));
 
-const cli = async (...args: string[]) => {
-  try {
-    const { stdout, stderr } = await run("node", ["scripts/hourglass.mjs", "--url", api.base, ...args], {
-      timeout: 30_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-};
+const cli = (...args: string[]) => runCli(api.base, ...args);
 
 beforeAll(async () => {
   hg = await testHourglass({}, { handlers: [rec.handler] });

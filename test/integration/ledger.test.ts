@@ -17,6 +17,18 @@ let ledger: StockLedger;
 let n = 0;
 const fresh = () => `t${n++}`;
 
+/** A ledger that snapshots every 5 entries and treats entries as settled at once, without expiry events. */
+const compactingLedger = () =>
+  new StockLedger(
+    createDynamoClient(),
+    hg.config.tables.ledger,
+    { schedule: async () => {}, cancel: async () => {} },
+    {
+      snapshotEvery: 5,
+      settleMs: 0,
+    },
+  );
+
 beforeAll(async () => {
   hg = await testHourglass({ HOURGLASS_LEDGER_SNAPSHOT_EVERY: "5" });
   ledger = hg.ledger!;
@@ -153,15 +165,7 @@ describe("expiry through the engine", () => {
 describe("the ledger explains the counters", () => {
   it("agrees with the counters after random interleavings of receipts, holds, confirms, cancels and expiries", async () => {
     // Snapshots every 5 entries, settled immediately, so reconcile exercises snapshot + tail.
-    const compacting = new StockLedger(
-      createDynamoClient(),
-      hg.config.tables.ledger,
-      { schedule: async () => {}, cancel: async () => {} },
-      {
-        snapshotEvery: 5,
-        settleMs: 0,
-      },
-    );
+    const compacting = compactingLedger();
     const skus = ["a", "b", "c"];
     const op = fc.oneof(
       fc.record({
@@ -223,15 +227,7 @@ describe("the ledger explains the counters", () => {
 
   it("reads a snapshot plus the tail once the ledger is long, keeping every raw entry", async () => {
     const tenant = fresh();
-    const compacting = new StockLedger(
-      createDynamoClient(),
-      hg.config.tables.ledger,
-      { schedule: async () => {}, cancel: async () => {} },
-      {
-        snapshotEvery: 5,
-        settleMs: 0,
-      },
-    );
+    const compacting = compactingLedger();
     for (let i = 0; i < 12; i++) await compacting.receive(tenant, "bulk", { quantity: 1 });
     const first = await compacting.reconcile(tenant, "bulk");
     expect(first.ok).toBe(true);

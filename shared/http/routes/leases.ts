@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { LeaseService } from "../../leases/lease-service.ts";
-import { json, problems } from "../schemas.ts";
+import { json, jsonRequest, problems } from "../schemas.ts";
 import type { TenantEnv } from "../tenancy.ts";
 
 const tags = ["Leases"];
@@ -40,9 +40,6 @@ export const State = z
   })
   .openapi("Lease");
 
-const body = <T extends z.ZodType>(schema: T) => ({
-  body: { content: { "application/json": { schema } }, required: true },
-});
 const DEFAULT_RENEW_TTL_SECONDS = 30;
 
 const grant = (g: { name: string; owner: string; token: number; expiresAt: number }) => ({
@@ -59,7 +56,7 @@ export function mountLeaseRoutes(app: OpenAPIHono<TenantEnv>, leases: () => Leas
       summary: "Take a lease, if nobody holds it or the holder's lease expired",
       description:
         "The token strictly increases per lease name: pass it to what the lease protects, so it can refuse a stale holder.",
-      request: { params: NameParam, ...body(AcquireBody) },
+      request: { params: NameParam, ...jsonRequest(AcquireBody) },
       responses: { 200: json(Grant, "Yours until expiresAt"), ...problems(409, 422, 503) },
     }),
     async (c) => {
@@ -77,7 +74,7 @@ export function mountLeaseRoutes(app: OpenAPIHono<TenantEnv>, leases: () => Leas
       path: "/v1/leases/{name}/renew",
       tags,
       summary: "Extend a lease you hold (same owner and token, not yet expired)",
-      request: { params: NameParam, ...body(RenewBody) },
+      request: { params: NameParam, ...jsonRequest(RenewBody) },
       responses: { 200: json(Grant, "Extended"), ...problems(409, 422, 503) },
     }),
     async (c) => {
@@ -96,7 +93,7 @@ export function mountLeaseRoutes(app: OpenAPIHono<TenantEnv>, leases: () => Leas
       path: "/v1/leases/{name}/release",
       tags,
       summary: "Give a lease up (same owner and token)",
-      request: { params: NameParam, ...body(ReleaseBody) },
+      request: { params: NameParam, ...jsonRequest(ReleaseBody) },
       responses: { 200: json(State, "Released"), ...problems(409, 422, 503) },
     }),
     async (c) => {

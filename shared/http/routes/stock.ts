@@ -1,7 +1,7 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { StockLedger } from "../../ledger/ledger-service.ts";
 import { holdInput, type Reservation, receiptInput, SKU } from "../../ledger/model.ts";
-import { json, PageQuery, problems } from "../schemas.ts";
+import { json, jsonRequest, PageQuery, problems } from "../schemas.ts";
 import type { TenantEnv } from "../tenancy.ts";
 
 const SkuParam = z.object({
@@ -59,10 +59,6 @@ export const ReservationBody = z
   })
   .openapi("Reservation");
 
-const body = <T extends z.ZodType>(schema: T) => ({
-  body: { content: { "application/json": { schema } }, required: true },
-});
-
 function reservation(r: Reservation) {
   return {
     id: r.id,
@@ -84,7 +80,7 @@ export function mountStockRoutes(app: OpenAPIHono<TenantEnv>, ledger: () => Stoc
       path: "/v1/stock/{sku}/receipts",
       tags: stockTags,
       summary: "Stock in",
-      request: { params: SkuParam, ...body(receiptInput.openapi("Receipt")) },
+      request: { params: SkuParam, ...jsonRequest(receiptInput.openapi("Receipt")) },
       responses: { 201: json(Stock, "The SKU's levels after the receipt"), ...problems(400, 415, 422, 503) },
     }),
     async (c) =>
@@ -155,7 +151,7 @@ export function mountStockRoutes(app: OpenAPIHono<TenantEnv>, ledger: () => Stoc
       description:
         "An unconfirmed hold is released by itself at expiresAt. With an id, a repeat answers 200 with the first result. " +
         "When stock is short, 409 lists every short SKU with what was asked and what is available.",
-      request: { ...body(holdInput.openapi("Hold")) },
+      request: { ...jsonRequest(holdInput.openapi("Hold")) },
       responses: {
         201: json(ReservationBody, "Held"),
         200: json(ReservationBody, "Already held (idempotent repeat)"),
