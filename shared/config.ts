@@ -23,9 +23,17 @@ const int = (min: number, max: number) => z.coerce.number().int().min(min).max(m
 export type Mode = "local" | "aws";
 
 /** Defaults that differ between a laptop and AWS: a laptop ticks every second, AWS every minute. */
-const modeDefaults: Record<Mode, { tickMs: number; lookAheadSeconds: number; allowPrivate: boolean }> = {
-  local: { tickMs: 1_000, lookAheadSeconds: 5, allowPrivate: true },
-  aws: { tickMs: 60_000, lookAheadSeconds: 120, allowPrivate: false },
+/**
+ * The dispatch lease is how long a sent event may wait for its worker before it is sent again:
+ * it must outlast the look-ahead (the longest SQS delay the dispatcher uses) with room to spare,
+ * and it is also how late an event can be when the queue loses its message.
+ */
+const modeDefaults: Record<
+  Mode,
+  { tickMs: number; lookAheadSeconds: number; allowPrivate: boolean; dispatchLeaseSeconds: number }
+> = {
+  local: { tickMs: 1_000, lookAheadSeconds: 5, allowPrivate: true, dispatchLeaseSeconds: 30 },
+  aws: { tickMs: 60_000, lookAheadSeconds: 120, allowPrivate: false, dispatchLeaseSeconds: 300 },
 };
 
 const schema = z.object({
@@ -47,7 +55,7 @@ const schema = z.object({
   HOURGLASS_TICK_MS: int(50, 300_000).optional(),
   HOURGLASS_LOOKAHEAD_SECONDS: int(0, 900).optional(),
   HOURGLASS_CLAIM_BATCH: int(1, 5_000).default(500),
-  HOURGLASS_DISPATCH_LEASE_SECONDS: int(1, 43_200).default(300),
+  HOURGLASS_DISPATCH_LEASE_SECONDS: int(1, 43_200).optional(),
   HOURGLASS_RUN_LEASE_MARGIN_MS: int(0, 600_000).default(30_000),
   HOURGLASS_HANDLER_TIMEOUT_SECONDS: int(1, 900).default(30),
   HOURGLASS_MAX_ATTEMPTS: int(1, 100).default(5),
@@ -160,7 +168,7 @@ export function loadConfig(
     tickMs: e.HOURGLASS_TICK_MS ?? defaults.tickMs,
     lookAheadMs: (e.HOURGLASS_LOOKAHEAD_SECONDS ?? defaults.lookAheadSeconds) * 1000,
     claimBatch: e.HOURGLASS_CLAIM_BATCH,
-    dispatchLeaseMs: e.HOURGLASS_DISPATCH_LEASE_SECONDS * 1000,
+    dispatchLeaseMs: (e.HOURGLASS_DISPATCH_LEASE_SECONDS ?? defaults.dispatchLeaseSeconds) * 1000,
     handlerTimeoutMs: e.HOURGLASS_HANDLER_TIMEOUT_SECONDS * 1000,
     runLeaseMarginMs: e.HOURGLASS_RUN_LEASE_MARGIN_MS,
     retry: {

@@ -33,9 +33,13 @@ export function restoreEntryOf(item: JournalItem): RestoreEntry {
   };
 }
 
-/** The journal's view, with the index's live status, attempt and time laid over it. */
+/**
+ * The journal's view, with the index's live status, attempt and time laid over it. A finished
+ * event is final in the journal; an index entry that still says otherwise is a leftover of a crash
+ * between the two writes (the dispatcher removes it when its lease runs out), so it is ignored.
+ */
 export function overlay(view: EventView, live: LiveState | undefined): EventView {
-  if (!live) return view;
+  if (!live || view.status === "succeeded" || view.status === "dead" || view.status === "cancelled") return view;
   return { ...view, status: live.status, attempts: live.attempt, runAt: live.runAt };
 }
 
