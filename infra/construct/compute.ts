@@ -77,7 +77,7 @@ export function createFunction(
       minify: true,
       mainFields: ["module", "main"],
       banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-      esbuildArgs: { [`--alias:@hourglass/handlers`]: settings.handlersModule },
+      esbuildArgs: { "--alias:@hourglass/handlers": settings.handlersModule },
       commandHooks: {
         beforeBundling: () => [],
         beforeInstall: () => [],

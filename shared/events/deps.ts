@@ -39,7 +39,8 @@ export function restoreEntryOf(item: JournalItem): RestoreEntry {
  * between the two writes (the dispatcher removes it when its lease runs out), so it is ignored.
  */
 export function overlay(view: EventView, live: LiveState | undefined): EventView {
-  if (!live || view.status === "succeeded" || view.status === "dead" || view.status === "cancelled") return view;
+  if (!live || view.status === "succeeded" || view.status === "dead" || view.status === "cancelled")
+    return view;
   return { ...view, status: live.status, attempts: live.attempt, runAt: live.runAt };
 }
 

@@ -233,8 +233,7 @@ export class StockLedger {
   /** Called by the `reservation.expire` event: releases the hold it was scheduled for, if still held. */
   async expire(tenant: string, id: string, expiryEventId: string): Promise<"released" | "nothing to do"> {
     const reservation = await this.findReservation(tenant, id);
-    if (!reservation || reservation.status !== "held" || reservation.expiryEventId !== expiryEventId)
-      return "nothing to do";
+    if (reservation?.status !== "held" || reservation.expiryEventId !== expiryEventId) return "nothing to do";
     try {
       await this.release(tenant, id, "expired");
       return "released";
