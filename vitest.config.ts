@@ -9,6 +9,8 @@ export default defineConfig({
     // The integration files share one Redis, DynamoDB Local and fauxqs; each uses its own key
     // prefix, tables and queue, so they can run side by side.
     pool: "forks",
+    // In CI, also a machine-readable report, from which .ci/run prints the closing tally.
+    reporters: process.env.CI ? ["default", ["json", { outputFile: ".hourglass/test-results.json" }]] : ["default"],
     maxWorkers: 2,
   },
 });
