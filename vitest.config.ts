@@ -10,7 +10,9 @@ export default defineConfig({
     // prefix, tables and queue, so they can run side by side.
     pool: "forks",
     // In CI, also a machine-readable report, from which .ci/run prints the closing tally.
-    reporters: process.env.CI ? ["default", ["json", { outputFile: ".hourglass/test-results.json" }]] : ["default"],
+    reporters: process.env.CI
+      ? ["default", ["json", { outputFile: ".hourglass/test-results.json" }]]
+      : ["default"],
     maxWorkers: 2,
   },
 });

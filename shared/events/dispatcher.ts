@@ -5,7 +5,7 @@ import { journalKey, TERMINAL_STATUSES } from "../journal/item.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
-import type { DispatchMessage } from "./model.ts";
+import { type DispatchMessage, INLINE_PAYLOAD_LIMIT } from "./model.ts";
 
 export interface TickReport {
   claimed: number;
@@ -134,28 +134,7 @@ export class Dispatcher {
     now: number,
     report: TickReport,
   ) {
-    let messages: DispatchMessage[] = claimed;
-    const redelivered = claimed.filter((m) => m.redelivered);
-    // A lease that expired may belong to an event that finished while its ack was lost (a crash
-    // between the journal write and the index). The journal is the judge: never run it twice.
-    if (redelivered.length > 0 && this.deps.journal) {
-      const keys = redelivered.map((m) => {
-        const { tenant, id } = parseMember(m.member);
-        return journalKey(tenant, id);
-      });
-      const items = await this.deps.journal.getMany(keys);
-      const finished = new Set<string>();
-      for (const message of redelivered) {
-        const { tenant, id } = parseMember(message.member);
-        const item = items.get(journalKey(tenant, id));
-        if (item && TERMINAL_STATUSES.includes(item.status)) {
-          await this.deps.index.forget(message.member, item.status as "succeeded" | "cancelled" | "dead");
-          finished.add(message.member);
-        }
-      }
-      report.forgotten += finished.size;
-      messages = claimed.filter((m) => !finished.has(m.member));
-    }
+    const messages = this.deps.journal ? await this.withJournal(claimed, report) : claimed;
     if (messages.length === 0) return;
     const result = await this.deps.transport.send(messages, now);
     report.sent += result.sent;
@@ -185,6 +164,36 @@ export class Dispatcher {
         oldestOverdueMs = Math.max(oldestOverdueMs, now - s.oldestLeaseDeadline);
     }
     return { size, oldestOverdueMs };
+  }
+
+  /**
+   * Reads the claimed events' journal items in one batch (100 keys a request) and:
+   * - drops a redelivered event the journal says finished (a crash between the journal write and
+   *   the ack): the journal is the judge, so it never runs twice;
+   * - puts small payloads into the messages, so the worker starts handlers without a read of its
+   *   own. The read happens here, a look-ahead before the events are due, off the critical path.
+   */
+  private async withJournal(
+    claimed: (DispatchMessage & { redelivered: boolean })[],
+    report: TickReport,
+  ): Promise<DispatchMessage[]> {
+    const key = (m: DispatchMessage) => {
+      const { tenant, id } = parseMember(m.member);
+      return journalKey(tenant, id);
+    };
+    const items = await this.deps.journal!.getMany(claimed.map(key));
+    const messages: DispatchMessage[] = [];
+    for (const { redelivered, ...message } of claimed) {
+      const item = items.get(key(message));
+      if (redelivered && item && TERMINAL_STATUSES.includes(item.status)) {
+        await this.deps.index.forget(message.member, item.status as "succeeded" | "cancelled" | "dead");
+        report.forgotten++;
+        continue;
+      }
+      const inline = item && item.payload.length <= INLINE_PAYLOAD_LIMIT ? item.payload : undefined;
+      messages.push(inline === undefined ? message : { ...message, payload: inline });
+    }
+    return messages;
   }
 
   /** One dispatcher per period does the sweep; a Redis key with a TTL elects it (not an index key). */

@@ -50,7 +50,15 @@ export interface DispatchMessage {
   readonly runAt: number;
   /** Attempts made before this dispatch. */
   readonly attempt: number;
+  /**
+   * The payload as JSON text, when the sender had it at hand and it is small enough: the worker
+   * then starts the handler without reading the journal first. Absent: the worker reads it.
+   */
+  readonly payload?: string | undefined;
 }
+
+/** Payloads up to this size ride in the queue message (SQS's limit is 256 KiB for the whole message). */
+export const INLINE_PAYLOAD_LIMIT = 200_000;
 
 export type ScheduleOutcome = "created" | "existing";
 

@@ -12,7 +12,14 @@ import {
   IdempotencyConflictError,
   JournalRequiredError,
 } from "./errors.ts";
-import type { DispatchMessage, EventStatus, EventView, NewEvent, ScheduleResult } from "./model.ts";
+import {
+  type DispatchMessage,
+  type EventStatus,
+  type EventView,
+  INLINE_PAYLOAD_LIMIT,
+  type NewEvent,
+  type ScheduleResult,
+} from "./model.ts";
 import { parseReschedule, toNewEvent, type ValidationRules } from "./validate.ts";
 
 export type BatchItemResult =
@@ -147,7 +154,15 @@ export class EventService {
     toIndex.forEach(({ event, position }, i) => {
       const member = memberOf(event.tenant, event.id);
       if (codes[i] === ScriptCode.DISPATCHED) {
-        dispatchNow.push({ member, shard: index.shardOf(member), gen: 1, runAt: event.runAt, attempt: 0 });
+        const payload = JSON.stringify(event.payload);
+        dispatchNow.push({
+          member,
+          shard: index.shardOf(member),
+          gen: 1,
+          runAt: event.runAt,
+          attempt: 0,
+          ...(payload.length <= INLINE_PAYLOAD_LIMIT && { payload }),
+        });
       }
       results[position] = {
         ok: true,

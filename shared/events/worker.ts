@@ -170,8 +170,12 @@ export class Worker {
     }
   }
 
-  /** The payload: inline in the index without a journal, otherwise read from the journal. */
-  private async payloadOf(body: DecodedBody, event: { tenant: string; id: string }): Promise<unknown> {
+  /**
+   * The payload: from the message when the sender put it there, inline in the index without a
+   * journal, otherwise read from the journal (batched with the other reads of this tick).
+   */
+  private async payloadOf(body: DecodedBody, event: Done): Promise<unknown> {
+    if (event.message.payload !== undefined) return JSON.parse(event.message.payload) as unknown;
     if (!body.payloadInJournal) return body.payload;
     const item = await this.deps.journal?.load(event.tenant, event.id);
     if (!item) throw new JournalItemMissingError(event.tenant, event.id);

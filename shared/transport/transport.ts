@@ -24,7 +24,15 @@ export function delaySecondsFor(runAt: number, now: number): number {
 }
 
 export function encodeMessage(message: DispatchMessage): string {
-  return JSON.stringify([message.member, message.shard, message.gen, message.runAt, message.attempt]);
+  const fields: (string | number)[] = [
+    message.member,
+    message.shard,
+    message.gen,
+    message.runAt,
+    message.attempt,
+  ];
+  if (message.payload !== undefined) fields.push(message.payload);
+  return JSON.stringify(fields);
 }
 
 export class MalformedMessageError extends Error {
@@ -43,12 +51,22 @@ export function decodeMessage(body: string): DispatchMessage {
   }
   if (
     !Array.isArray(value) ||
-    value.length !== 5 ||
+    (value.length !== 5 && value.length !== 6) ||
     typeof value[0] !== "string" ||
-    !value.slice(1).every((n) => Number.isSafeInteger(n))
+    !value.slice(1, 5).every((n) => Number.isSafeInteger(n)) ||
+    (value.length === 6 && typeof value[5] !== "string")
   ) {
     throw new MalformedMessageError(body);
   }
-  const [member, shard, gen, runAt, attempt] = value as [string, number, number, number, number];
-  return { member, shard, gen, runAt, attempt };
+  const [member, shard, gen, runAt, attempt, payload] = value as [
+    string,
+    number,
+    number,
+    number,
+    number,
+    string?,
+  ];
+  return payload === undefined
+    ? { member, shard, gen, runAt, attempt }
+    : { member, shard, gen, runAt, attempt, payload };
 }

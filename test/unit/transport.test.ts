@@ -25,7 +25,7 @@ describe("delaySecondsFor", () => {
 });
 
 describe("dispatch messages", () => {
-  it("round-trip", () => {
+  it("round-trip, with or without an inline payload", () => {
     fc.assert(
       fc.property(
         fc.string({ minLength: 1 }),
@@ -33,8 +33,9 @@ describe("dispatch messages", () => {
         fc.nat(),
         fc.nat(),
         fc.nat(100),
-        (member, shard, gen, runAt, attempt) => {
-          const message = { member, shard, gen, runAt, attempt };
+        fc.option(fc.json(), { nil: undefined }),
+        (member, shard, gen, runAt, attempt, payload) => {
+          const message = { member, shard, gen, runAt, attempt, ...(payload !== undefined && { payload }) };
           expect(decodeMessage(encodeMessage(message))).toEqual(message);
         },
       ),
