@@ -34,6 +34,7 @@ export type CreateResult =
 const TRANSACTION_ITEMS = 100;
 const TRANSACTION_BYTES = 3_500_000;
 const PARALLEL_TRANSACTIONS = 4;
+const PARALLEL_READS = 8;
 
 /**
  * The events journal: the durable record of every event. Redis is only a time index that can be
@@ -159,22 +160,29 @@ export class EventJournal {
   /** Reads many items by key, 100 per request, retrying what DynamoDB leaves unprocessed. */
   async getMany(keys: readonly string[]): Promise<Map<string, JournalItem>> {
     const found = new Map<string, JournalItem>();
-    for (let i = 0; i < keys.length; i += 100) {
-      let request: Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: boolean }> | undefined =
-        {
-          [this.table]: {
-            Keys: [...new Set(keys.slice(i, i + 100))].map((pk) => ({ pk })),
-            ConsistentRead: true,
-          },
+    const unique = [...new Set(keys)];
+    const chunks: string[][] = [];
+    for (let i = 0; i < unique.length; i += 100) chunks.push(unique.slice(i, i + 100));
+    // Several requests in flight: a dispatcher claiming thousands of events reads them in parallel.
+    let next = 0;
+    const runner = async () => {
+      while (next < chunks.length) {
+        const chunk = chunks[next++]!;
+        let request:
+          | Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: boolean }>
+          | undefined = {
+          [this.table]: { Keys: chunk.map((pk) => ({ pk })), ConsistentRead: true },
         };
-      for (let round = 0; request && Object.keys(request).length > 0; round++) {
-        if (round > 0) await sleep(Math.min(1_000, 20 * 2 ** round));
-        const reply = await this.reader.send(new BatchGetCommand({ RequestItems: request }));
-        for (const item of reply.Responses?.[this.table] ?? [])
-          found.set(item.pk as string, item as JournalItem);
-        request = reply.UnprocessedKeys as typeof request;
+        for (let round = 0; request && Object.keys(request).length > 0; round++) {
+          if (round > 0) await sleep(Math.min(1_000, 20 * 2 ** round));
+          const reply = await this.reader.send(new BatchGetCommand({ RequestItems: request }));
+          for (const item of reply.Responses?.[this.table] ?? [])
+            found.set(item.pk as string, item as JournalItem);
+          request = reply.UnprocessedKeys as typeof request;
+        }
       }
-    }
+    };
+    await Promise.all(Array.from({ length: Math.min(PARALLEL_READS, chunks.length) }, runner));
     return found;
   }
 
