@@ -4,9 +4,10 @@ import type { BackoffPolicy } from "../events/model.ts";
  * The immutable part of an event, as the index stores it: `type\n{json}`. The type comes first
  * so a script can count by type without decoding JSON.
  *
- * With the journal on, the payload is not copied into Redis: the journal holds it, the worker reads
- * it from there, and the index keeps only what it needs to schedule (`"j":1` marks this). Without
- * a journal (the engine-only benchmark mode) the payload is stored inline.
+ * With the journal on, the payload is not copied into Redis: the journal holds it (the dispatcher
+ * reads it a look-ahead early and puts it in the queue message, or the worker reads it), and the
+ * index keeps only what it needs to schedule (`"j":1` marks this). Without a journal (the
+ * engine-only benchmark mode) the payload is stored inline.
  */
 export interface EventBody {
   readonly type: string;
