@@ -1,9 +1,8 @@
 import { join } from "node:path";
-import { Duration, Stack } from "aws-cdk-lib";
+import { Duration } from "aws-cdk-lib";
 import * as apigateway from "aws-cdk-lib/aws-apigateway";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type * as ec2 from "aws-cdk-lib/aws-ec2";
-import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
@@ -146,7 +145,7 @@ export function createApi(
       apiKeyRequired: options.apiKeys,
     },
     deployOptions: {
-      stageName: "v1",
+      stageName: "api",
       throttlingRateLimit: options.throttle.rateLimit,
       throttlingBurstLimit: options.throttle.burstLimit,
       accessLogDestination: new apigateway.LogGroupLogDestination(accessLogs),
@@ -164,16 +163,4 @@ export function createApi(
     plan.addApiKey(api.addApiKey("DefaultKey"));
   }
   return api;
-}
-
-/** The callers that may invoke the IAM-protected API: grant this to your services' roles. */
-export function invokePolicy(api: apigateway.RestApi): iam.PolicyStatement {
-  return new iam.PolicyStatement({
-    actions: ["execute-api:Invoke"],
-    resources: [api.arnForExecuteApi("*", "/*", api.deploymentStage.stageName)],
-  });
-}
-
-export function regionOf(scope: Construct): string {
-  return Stack.of(scope).region;
 }

@@ -4,6 +4,7 @@ import type * as apigateway from "aws-cdk-lib/aws-apigateway";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
+import * as iam from "aws-cdk-lib/aws-iam";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
 import type * as scheduler from "aws-cdk-lib/aws-scheduler";
@@ -175,5 +176,14 @@ export class Hourglass extends Construct {
     );
     this.alarms = observability.alarms;
     this.dashboard = observability.dashboard;
+  }
+
+  /** Lets a role or user call the API (IAM authorization): `hourglass.grantInvoke(myServiceRole)`. */
+  grantInvoke(grantee: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({
+      grantee,
+      actions: ["execute-api:Invoke"],
+      resourceArns: [this.api.arnForExecuteApi("*", "/*", this.api.deploymentStage.stageName)],
+    });
   }
 }

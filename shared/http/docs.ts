@@ -37,7 +37,7 @@ export function mountDocs(app: OpenAPIHono<TenantEnv>): void {
   <div id="reference"></div>
   <script src="${base}/swagger-ui-bundle.js"></script>
   <script>
-    window.ui = SwaggerUIBundle({ url: "/openapi.json", dom_id: "#reference", deepLinking: true, tryItOutEnabled: true });
+    window.ui = SwaggerUIBundle({ url: "openapi.json", dom_id: "#reference", deepLinking: true, tryItOutEnabled: true });
   </script>
 </body>
 </html>`),

@@ -1,5 +1,6 @@
 import { App, Duration, Stack, Validations } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
+import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
 import { Hourglass } from "../../infra/construct/hourglass.ts";
@@ -158,5 +159,18 @@ describe("Hourglass construct props", () => {
       expect(problems.some((p) => p.startsWith(prop))).toBe(true);
     }
     expect(app.node.findAll().filter((c) => c.node.id === "Vpc")).toHaveLength(0);
+  });
+});
+
+describe("Hourglass.grantInvoke", () => {
+  it("grants execute-api:Invoke on the API's stage, and nothing more", () => {
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new HourglassStack(app, "Grant", { env: { account: "111111111111", region: "eu-west-1" } });
+    const role = new Role(stack, "Caller", { assumedBy: new ServicePrincipal("lambda.amazonaws.com") });
+    stack.hourglass.grantInvoke(role);
+    Template.fromStack(stack).hasResourceProperties("AWS::IAM::Policy", {
+      PolicyDocument: { Statement: [Match.objectLike({ Action: "execute-api:Invoke", Effect: "Allow" })] },
+      Roles: [{ Ref: Match.stringLikeRegexp("Caller") }],
+    });
   });
 });
