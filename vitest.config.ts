@@ -1,6 +1,11 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
+  // The same module the Lambda bundles alias (see infra/construct/compute.ts) and tsconfig maps.
+  resolve: {
+    alias: { "@hourglass/handlers": fileURLToPath(new URL("./functions/handlers.ts", import.meta.url)) },
+  },
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/global-setup.ts"],

@@ -1,0 +1,139 @@
+import type { APIGatewayProxyEvent, Context, SQSEvent } from "aws-lambda";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type TestHourglass, testHourglass } from "../support/harness.ts";
+
+/**
+ * The three Lambda entry points, invoked as Lambda would (there is no EventBridge Scheduler or
+ * Lambda emulator here), against the real local stack: the API through the hono/aws-lambda
+ * adapter, the dispatcher with a context, the worker with an SQS batch.
+ */
+let setup: TestHourglass;
+const context = {
+  getRemainingTimeInMillis: () => 30_000,
+  functionName: "test",
+  awsRequestId: "r1",
+} as unknown as Context;
+
+beforeAll(async () => {
+  // Provision tables and a queue, then point the entry points' configuration at them.
+  setup = await testHourglass();
+  Object.assign(process.env, {
+    HOURGLASS_MODE: "local",
+    HOURGLASS_KEY_PREFIX: setup.config.keyPrefix,
+    HOURGLASS_SHARDS: String(setup.config.shards),
+    HOURGLASS_EVENTS_TABLE: setup.config.tables.events,
+    HOURGLASS_LEASES_TABLE: setup.config.tables.leases,
+    HOURGLASS_LEDGER_TABLE: setup.config.tables.ledger,
+    HOURGLASS_QUEUE_URL: setup.queueUrl,
+    HOURGLASS_LOOKAHEAD_SECONDS: "5",
+    LOG_LEVEL: "ERROR",
+    POWERTOOLS_METRICS_DISABLED: "true",
+  });
+});
+
+afterAll(async () => {
+  await setup.destroy();
+});
+
+// hono/aws-lambda's own event type is a union that the REST (v1) shape only loosely matches.
+const apiEvent = (method: string, path: string, body?: unknown): never =>
+  ({
+    httpMethod: method,
+    path,
+    resource: "/{proxy+}",
+    headers: { "content-type": "application/json", host: "abc.execute-api.eu-west-1.amazonaws.com" },
+    multiValueHeaders: {},
+    queryStringParameters: null,
+    multiValueQueryStringParameters: null,
+    pathParameters: { proxy: path.slice(1) },
+    stageVariables: null,
+    body: body === undefined ? null : JSON.stringify(body),
+    isBase64Encoded: false,
+    requestContext: {
+      stage: "api",
+      identity: { userArn: "arn:aws:sts::123456789012:assumed-role/Orders/s" },
+      path: `/api${path}`,
+    },
+  }) as unknown as APIGatewayProxyEvent as never;
+
+describe("Lambda entry points", () => {
+  it("schedule through the API function, dispatch, and run through the worker function", async () => {
+    const api = (await import("../../functions/api/index.ts")).handler;
+    const created = (await api(
+      apiEvent("POST", "/v1/events", {
+        type: "webhook",
+        delaySeconds: 2,
+        payload: { url: "http://127.0.0.1:9/x" },
+      }),
+      context,
+    )) as {
+      statusCode: number;
+      body: string;
+    };
+    expect(created.statusCode).toBe(201);
+    const { id } = JSON.parse(created.body);
+    // The tenant is the caller's IAM principal.
+    expect((await setup.events.get("123456789012-Orders", id)).status).toBe("dispatched");
+
+    const dispatcher = (await import("../../functions/dispatcher/index.ts")).handler;
+    const report = await dispatcher({}, context);
+    expect(report.skippedGroups).toBe(0);
+
+    // Take the message off the queue as the event source would, and hand it to the worker function.
+    const { ReceiveMessageCommand } = await import("@aws-sdk/client-sqs");
+    const received = await setup.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: setup.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 5 }),
+    );
+    expect(received.Messages?.length).toBe(1);
+    const event: SQSEvent = {
+      Records: received.Messages!.map((m) => ({
+        messageId: m.MessageId!,
+        receiptHandle: m.ReceiptHandle!,
+        body: m.Body!,
+        attributes: {} as never,
+        messageAttributes: {},
+        md5OfBody: "",
+        eventSource: "aws:sqs",
+        eventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:work",
+        awsRegion: "eu-west-1",
+      })),
+    };
+    const worker = (await import("../../functions/worker/index.ts")).handler;
+    const response = await worker(event, context);
+    // Port 9 refuses the connection: a handler failure, retried by Hourglass, not an SQS failure.
+    expect(response.batchItemFailures).toEqual([]);
+    const after = await setup.events.get("123456789012-Orders", id);
+    expect(after.status).toBe("retrying");
+    expect(after.lastError).toContain("ECONNREFUSED");
+  });
+
+  it("answers a malformed message with no retry loop, and a bad request with a problem", async () => {
+    const worker = (await import("../../functions/worker/index.ts")).handler;
+    const response = await worker(
+      {
+        Records: [
+          {
+            messageId: "m1",
+            receiptHandle: "r",
+            body: "not json",
+            attributes: {} as never,
+            messageAttributes: {},
+            md5OfBody: "",
+            eventSource: "aws:sqs",
+            eventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:work",
+            awsRegion: "eu-west-1",
+          },
+        ],
+      },
+      context,
+    );
+    expect(response.batchItemFailures).toEqual([]);
+    const api = (await import("../../functions/api/index.ts")).handler;
+    const bad = (await api(apiEvent("POST", "/v1/events", { type: "webhook" }), context)) as {
+      statusCode: number;
+      multiValueHeaders: Record<string, string[]>;
+    };
+    expect(bad.statusCode).toBe(422);
+    expect(bad.multiValueHeaders["content-type"]?.[0]).toContain("application/problem+json");
+  });
+});
