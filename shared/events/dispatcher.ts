@@ -19,14 +19,15 @@ export interface TickReport {
   skippedGroups: number;
 }
 
+/** Lease names of the system live under a tenant no client can have (`~` is not allowed in tenants). */
+export const SYSTEM_TENANT = "~system";
+
 /**
  * Moves events that are almost due from the Redis index to the queue. Each pass claims per shard
  * (atomic Lua, O(log N + M)), sends what it claimed, and repeats until nothing is due or the time
  * budget is spent. Every so often it also sweeps the journal for events the index lost, and it
  * rebuilds a shard whose epoch marker is gone.
  */
-/** Lease names of the system live under a tenant no client can have (`~` is not allowed in tenants). */
-export const SYSTEM_TENANT = "~system";
 
 export class Dispatcher {
   private readonly owner = `dispatcher-${randomUUID()}`;

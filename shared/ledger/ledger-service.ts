@@ -1,20 +1,13 @@
-import {
-  ConditionalCheckFailedException,
-  type DynamoDBClient,
-  TransactionCanceledException,
-} from "@aws-sdk/client-dynamodb";
+import { type DynamoDBClient, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import {
   DynamoDBDocumentClient,
   GetCommand,
-  PutCommand,
-  QueryCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
 } from "@aws-sdk/lib-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { fieldIssues } from "../events/validate.ts";
 import { idFactory } from "../ids.ts";
-import { decodeCursor, encodeCursor } from "../journal/cursor.ts";
 import {
   InsufficientStockError,
   LedgerValidationError,
@@ -23,17 +16,16 @@ import {
   ReservationStateError,
   type Shortage,
 } from "./errors.ts";
+import { LedgerHistory } from "./history.ts";
+import { counterKey, ledgerKey, receiptKey, reservationKey } from "./keys.ts";
 import {
-  apply,
   type EntryKind,
   holdInput,
-  type LedgerEntry,
   MAX_HOLD_ITEMS,
   type ReconcileReport,
   type Reservation,
   type ReservationStatus,
   receiptInput,
-  type StockLevels,
   type StockView,
   view,
 } from "./model.ts";
@@ -58,7 +50,6 @@ export interface LedgerOptions {
   readonly clock?: () => number;
 }
 
-const ZERO: StockLevels = { onHand: 0, held: 0, sold: 0 };
 const CONFLICT_RETRIES = 8;
 
 /**
@@ -70,17 +61,23 @@ export class StockLedger {
   private readonly doc: DynamoDBDocumentClient;
   private readonly newId = idFactory();
   private readonly clock: () => number;
-  private readonly settleMs: number;
+  private readonly history: LedgerHistory;
 
   constructor(
     client: DynamoDBClient,
     private readonly table: string,
     private readonly expiry: ExpiryScheduler,
-    private readonly options: LedgerOptions,
+    readonly options: LedgerOptions,
   ) {
     this.doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
     this.clock = options.clock ?? Date.now;
-    this.settleMs = options.settleMs ?? 60_000;
+    this.history = new LedgerHistory(
+      this.doc,
+      table,
+      this.clock,
+      options.settleMs ?? 60_000,
+      options.snapshotEvery,
+    );
   }
 
   /**
@@ -250,54 +247,35 @@ export class StockLedger {
   }
 
   /** A SKU's ledger entries, oldest first. */
-  async ledger(tenant: string, sku: string, limit: number, cursor?: string) {
-    const reply = await this.doc.send(
-      new QueryCommand({
-        TableName: this.table,
-        KeyConditionExpression: "pk = :pk",
-        ExpressionAttributeValues: { ":pk": ledgerKey(tenant, sku) },
-        Limit: limit,
-        ExclusiveStartKey: decodeCursor(cursor),
-      }),
-    );
-    return { entries: (reply.Items ?? []) as LedgerEntry[], cursor: encodeCursor(reply.LastEvaluatedKey) };
+  ledger(tenant: string, sku: string, limit: number, cursor?: string) {
+    return this.history.page(tenant, sku, limit, cursor);
   }
 
   /**
-   * Recomputes on-hand, held and sold from the latest snapshot plus the entries after it, and
-   * reports any drift from the counters. When the tail is long, it first folds its settled part
-   * into a new snapshot, so the next reconcile reads less. Raw entries are never deleted.
+   * Recomputes on-hand, held and sold from the ledger (the latest snapshot plus the entries after
+   * it) and reports any drift from the counters. Raw entries are never deleted.
    */
   async reconcile(tenant: string, sku: string): Promise<ReconcileReport> {
-    let snapshot = await this.latestSnapshot(tenant, sku);
-    let tail = await this.entriesAfter(tenant, sku, snapshot?.upTo);
-    if (tail.length >= this.options.snapshotEvery) {
-      const written = await this.writeSnapshot(tenant, sku, snapshot, tail);
-      if (written) {
-        snapshot = written;
-        tail = tail.filter((entry) => entry.sk > written.upTo);
-      }
-    }
-    const ledger = tail.reduce(
-      (levels, entry) => apply(levels, entry.kind, entry.quantity),
-      snapshot?.levels ?? ZERO,
-    );
-    const counters = await this.stock(tenant, sku);
+    const [recomputed, counters] = await Promise.all([
+      this.history.recompute(tenant, sku),
+      this.stock(tenant, sku),
+    ]);
+    const ledger = recomputed.levels;
     const drift = {
       onHand: counters.onHand - ledger.onHand,
       held: counters.held - ledger.held,
       sold: counters.sold - ledger.sold,
       available: 0,
     };
-    drift.available = -(drift.held + drift.sold - drift.onHand);
+    drift.available = drift.onHand - drift.held - drift.sold;
     return {
       sku,
       counters,
       ledger: view(sku, ledger),
       drift,
       ok: drift.onHand === 0 && drift.held === 0 && drift.sold === 0,
-      entriesRead: tail.length,
-      snapshotUpTo: snapshot?.upTo,
+      entriesRead: recomputed.entriesRead,
+      snapshotUpTo: recomputed.snapshotUpTo,
     };
   }
 
@@ -428,83 +406,6 @@ export class StockLedger {
       throw new ReservationConflictError(existing.id);
     return existing;
   }
-
-  private async latestSnapshot(tenant: string, sku: string) {
-    const reply = await this.doc.send(
-      new QueryCommand({
-        TableName: this.table,
-        KeyConditionExpression: "pk = :pk",
-        ExpressionAttributeValues: { ":pk": snapshotKey(tenant, sku) },
-        ScanIndexForward: false,
-        Limit: 1,
-        ConsistentRead: true,
-      }),
-    );
-    const item = reply.Items?.[0];
-    return item
-      ? {
-          upTo: item.sk as string,
-          levels: { onHand: item.onHand, held: item.held, sold: item.sold } as StockLevels,
-        }
-      : undefined;
-  }
-
-  private async entriesAfter(tenant: string, sku: string, after: string | undefined): Promise<LedgerEntry[]> {
-    const entries: LedgerEntry[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const reply = await this.doc.send(
-        new QueryCommand({
-          TableName: this.table,
-          KeyConditionExpression: after ? "pk = :pk AND sk > :after" : "pk = :pk",
-          ExpressionAttributeValues: after
-            ? { ":pk": ledgerKey(tenant, sku), ":after": after }
-            : { ":pk": ledgerKey(tenant, sku) },
-          ExclusiveStartKey: start,
-          ConsistentRead: true,
-        }),
-      );
-      entries.push(...((reply.Items ?? []) as LedgerEntry[]));
-      start = reply.LastEvaluatedKey;
-    } while (start);
-    return entries;
-  }
-
-  /** Folds the settled entries of `tail` into a snapshot entry; a concurrent identical one is fine. */
-  private async writeSnapshot(
-    tenant: string,
-    sku: string,
-    previous: { upTo: string; levels: StockLevels } | undefined,
-    tail: LedgerEntry[],
-  ) {
-    const settledBefore = this.clock() - this.settleMs;
-    const settled = tail.filter((entry) => entry.at <= settledBefore);
-    if (settled.length === 0) return undefined;
-    const levels = settled.reduce(
-      (acc, entry) => apply(acc, entry.kind, entry.quantity),
-      previous?.levels ?? ZERO,
-    );
-    const upTo = settled[settled.length - 1]!.sk;
-    try {
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.table,
-          Item: {
-            pk: snapshotKey(tenant, sku),
-            sk: upTo,
-            kind: "SNAPSHOT",
-            ...levels,
-            entries: settled.length,
-            at: this.clock(),
-          },
-          ConditionExpression: "attribute_not_exists(pk)",
-        }),
-      );
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
-    return { upTo, levels };
-  }
 }
 
 /** The same SKU twice in one hold is one line with the sum, sorted, so repeats compare equal. */
@@ -513,9 +414,3 @@ function mergeItems(items: readonly { sku: string; quantity: number }[]) {
   for (const { sku, quantity } of items) merged.set(sku, (merged.get(sku) ?? 0) + quantity);
   return [...merged].sort(([a], [b]) => (a < b ? -1 : 1)).map(([sku, quantity]) => ({ sku, quantity }));
 }
-
-const counterKey = (tenant: string, sku: string) => `stock#${tenant}#${sku}`;
-const ledgerKey = (tenant: string, sku: string) => `ledger#${tenant}#${sku}`;
-const snapshotKey = (tenant: string, sku: string) => `snapshot#${tenant}#${sku}`;
-const reservationKey = (tenant: string, id: string) => `reservation#${tenant}#${id}`;
-const receiptKey = (tenant: string, sku: string, id: string) => `receipt#${tenant}#${sku}#${id}`;

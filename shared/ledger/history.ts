@@ -1,0 +1,137 @@
+import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
+import { type DynamoDBDocumentClient, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { decodeCursor, encodeCursor } from "../journal/cursor.ts";
+import { ledgerKey, snapshotKey } from "./keys.ts";
+import { apply, type LedgerEntry, type StockLevels } from "./model.ts";
+
+const ZERO: StockLevels = { onHand: 0, held: 0, sold: 0 };
+
+interface Snapshot {
+  readonly upTo: string;
+  readonly levels: StockLevels;
+}
+
+/**
+ * A SKU's append-only ledger and its snapshots: reading pages of entries, and recomputing the
+ * levels from the latest snapshot plus the tail after it. Entries are never changed or deleted;
+ * a snapshot is one more record, in its own partition, that summarises the entries up to one.
+ */
+export class LedgerHistory {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly table: string,
+    private readonly clock: () => number,
+    /** Entries younger than this are never folded into a snapshot (see LedgerOptions.settleMs). */
+    private readonly settleMs: number,
+    private readonly snapshotEvery: number,
+  ) {}
+
+  /** A page of entries, oldest first. */
+  async page(tenant: string, sku: string, limit: number, cursor?: string) {
+    const reply = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: "pk = :pk",
+        ExpressionAttributeValues: { ":pk": ledgerKey(tenant, sku) },
+        Limit: limit,
+        ExclusiveStartKey: decodeCursor(cursor),
+      }),
+    );
+    return { entries: (reply.Items ?? []) as LedgerEntry[], cursor: encodeCursor(reply.LastEvaluatedKey) };
+  }
+
+  /**
+   * The levels the ledger says, from the latest snapshot plus the entries after it. When that
+   * tail is long, its settled part is folded into a new snapshot first, so the next read is short.
+   */
+  async recompute(tenant: string, sku: string) {
+    let snapshot = await this.latestSnapshot(tenant, sku);
+    let tail = await this.entriesAfter(tenant, sku, snapshot?.upTo);
+    if (tail.length >= this.snapshotEvery) {
+      const written = await this.writeSnapshot(tenant, sku, snapshot, tail);
+      if (written) {
+        snapshot = written;
+        tail = tail.filter((entry) => entry.sk > written.upTo);
+      }
+    }
+    const levels = tail.reduce(
+      (acc, entry) => apply(acc, entry.kind, entry.quantity),
+      snapshot?.levels ?? ZERO,
+    );
+    return { levels, entriesRead: tail.length, snapshotUpTo: snapshot?.upTo };
+  }
+
+  private async latestSnapshot(tenant: string, sku: string): Promise<Snapshot | undefined> {
+    const reply = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: "pk = :pk",
+        ExpressionAttributeValues: { ":pk": snapshotKey(tenant, sku) },
+        ScanIndexForward: false,
+        Limit: 1,
+        ConsistentRead: true,
+      }),
+    );
+    const item = reply.Items?.[0];
+    return item
+      ? { upTo: item.sk as string, levels: { onHand: item.onHand, held: item.held, sold: item.sold } }
+      : undefined;
+  }
+
+  private async entriesAfter(tenant: string, sku: string, after: string | undefined): Promise<LedgerEntry[]> {
+    const entries: LedgerEntry[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const reply = await this.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: after ? "pk = :pk AND sk > :after" : "pk = :pk",
+          ExpressionAttributeValues: after
+            ? { ":pk": ledgerKey(tenant, sku), ":after": after }
+            : { ":pk": ledgerKey(tenant, sku) },
+          ExclusiveStartKey: start,
+          ConsistentRead: true,
+        }),
+      );
+      entries.push(...((reply.Items ?? []) as LedgerEntry[]));
+      start = reply.LastEvaluatedKey;
+    } while (start);
+    return entries;
+  }
+
+  /** Folds the settled entries of `tail` into a snapshot; a concurrent identical one is fine. */
+  private async writeSnapshot(
+    tenant: string,
+    sku: string,
+    previous: Snapshot | undefined,
+    tail: LedgerEntry[],
+  ): Promise<Snapshot | undefined> {
+    const settledBefore = this.clock() - this.settleMs;
+    const settled = tail.filter((entry) => entry.at <= settledBefore);
+    if (settled.length === 0) return undefined;
+    const levels = settled.reduce(
+      (acc, entry) => apply(acc, entry.kind, entry.quantity),
+      previous?.levels ?? ZERO,
+    );
+    const upTo = settled[settled.length - 1]!.sk;
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: {
+            pk: snapshotKey(tenant, sku),
+            sk: upTo,
+            kind: "SNAPSHOT",
+            ...levels,
+            entries: settled.length,
+            at: this.clock(),
+          },
+          ConditionExpression: "attribute_not_exists(pk)",
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+    return { upTo, levels };
+  }
+}
