@@ -31,6 +31,15 @@ export function acknowledgeFindings(hourglass: Hourglass): void {
       },
     );
   }
+  for (const fn of Object.values(hourglass.handlerFunctions)) {
+    const resource = fn.node.defaultChild;
+    if (!resource || Stack.of(fn) !== Stack.of(hourglass)) continue;
+    Validations.of(hourglass.workerFunction).acknowledge({
+      id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${Stack.of(fn).getLogicalId(resource as never)}.Arn>:*]`,
+      reason:
+        "grantInvoke covers every version and alias of the user's handler function, and only that function.",
+    });
+  }
   Validations.of(hourglass.api).acknowledge(
     {
       id: IAM4("AmazonAPIGatewayPushToCloudWatchLogs"),

@@ -73,6 +73,31 @@ const schema = z.object({
     .regex(/^arn:[^,]+(,arn:[^,]+)*$/, "secret ARNs separated by commas")
     .optional(),
   HOURGLASS_WEBHOOK_TIMEOUT_MS: int(100, 900_000).default(10_000),
+  HOURGLASS_LAMBDA_TARGETS: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({
+          code: "custom",
+          message: "a JSON object of event type → Lambda function name or ARN",
+        });
+        return z.NEVER;
+      }
+    })
+    .pipe(
+      z.record(
+        z.string().regex(/^[a-z][a-z0-9._-]{0,63}$/, "keys are event types"),
+        z
+          .string()
+          .regex(
+            /^(arn:[^:]+:lambda:[^:]+:\d{12}:function:)?[A-Za-z0-9_-]{1,140}(:[A-Za-z0-9$_-]+)?$/,
+            "values are function names or ARNs",
+          ),
+      ),
+    )
+    .optional(),
   HOURGLASS_API_TOKENS: z
     .string()
     .regex(
@@ -113,6 +138,8 @@ export interface HourglassConfig {
     readonly secret: string | undefined;
     readonly timeoutMs: number;
   };
+  /** Event types handled by a Lambda function of the user's: type → function name or ARN. */
+  readonly lambdaTargets: Readonly<Record<string, string>>;
   /** Bearer token → tenant. Empty: no tokens required (one default tenant, or IAM on AWS). */
   readonly apiTokens: ReadonlyMap<string, string>;
   readonly maxBodyBytes: number;
@@ -188,6 +215,7 @@ export function loadConfig(
       secret: e.HOURGLASS_WEBHOOK_SECRET ?? (mode === "local" ? LOCAL_WEBHOOK_SECRET : undefined),
       timeoutMs: e.HOURGLASS_WEBHOOK_TIMEOUT_MS,
     },
+    lambdaTargets: e.HOURGLASS_LAMBDA_TARGETS ?? {},
     apiTokens: new Map(
       (e.HOURGLASS_API_TOKENS?.split(",") ?? []).map((pair) => {
         const [tenant, token] = pair.split(":") as [string, string];

@@ -1,4 +1,5 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { LambdaClient } from "@aws-sdk/client-lambda";
 import { GetQueueUrlCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { createDynamoClient, createSqsClient } from "./aws.ts";
 import { ConfigError, type HourglassConfig, loadConfig } from "./config.ts";
@@ -9,6 +10,7 @@ import type { EngineDeps } from "./events/deps.ts";
 import { Dispatcher } from "./events/dispatcher.ts";
 import { EventService } from "./events/service.ts";
 import { Worker, type WorkerHooks } from "./events/worker.ts";
+import { lambdaTarget } from "./handlers/lambda-target.ts";
 import type { HandlerDefinition } from "./handlers/registry.ts";
 import { HandlerRegistry } from "./handlers/registry.ts";
 import { webhookHandler } from "./handlers/webhook.ts";
@@ -88,6 +90,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
       timeoutMs: config.webhook.timeoutMs,
     }),
     reservationExpiryHandler(() => ledger!),
+    ...lambdaTargets(config),
     ...(options.handlers ?? []),
   ]);
   const dynamoReads = createDynamoClient();
@@ -135,4 +138,12 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
       sqs.destroy();
     },
   };
+}
+
+/** Handlers for the event types configured to run in the user's own Lambda functions. */
+function lambdaTargets(config: HourglassConfig) {
+  const entries = Object.entries(config.lambdaTargets);
+  if (entries.length === 0) return [];
+  const client = new LambdaClient({});
+  return entries.map(([type, fn]) => lambdaTarget(type, fn, client));
 }

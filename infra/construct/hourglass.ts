@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { Duration } from "aws-cdk-lib";
+import { Duration, Stack } from "aws-cdk-lib";
 import type * as apigateway from "aws-cdk-lib/aws-apigateway";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
@@ -47,6 +47,8 @@ export class Hourglass extends Construct {
   public readonly apiFunction: lambda.Function;
   public readonly dispatcherFunction: lambda.Function;
   public readonly workerFunction: lambda.Function;
+  /** The user's functions that handle event types, as given in the props. */
+  public readonly handlerFunctions: Readonly<Record<string, lambda.IFunction>>;
   public readonly schedule: scheduler.Schedule;
   public readonly api: apigateway.RestApi;
   public readonly alarms: Record<string, cloudwatch.Alarm>;
@@ -59,7 +61,9 @@ export class Hourglass extends Construct {
     const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
     const egress = props.internetEgress ?? false;
 
-    this.vpc = props.vpc ?? createNetwork(this, egress, logRetention);
+    this.handlerFunctions = props.handlerFunctions ?? {};
+    const handlerFunctions = Object.entries(this.handlerFunctions);
+    this.vpc = props.vpc ?? createNetwork(this, egress, logRetention, handlerFunctions.length > 0);
     const subnets: ec2.SubnetSelection = {
       subnetType: egress ? ec2.SubnetType.PRIVATE_WITH_EGRESS : ec2.SubnetType.PRIVATE_ISOLATED,
     };
@@ -135,6 +139,11 @@ export class Hourglass extends Construct {
         HOURGLASS_SECRET_ARNS: secrets.map((s) => s.secretArn).join(","),
         HOURGLASS_WEBHOOK_ALLOW_PRIVATE: String(props.webhookAllowPrivate ?? false),
         POWERTOOLS_METRICS_NAMESPACE: "Hourglass",
+        ...(handlerFunctions.length > 0 && {
+          HOURGLASS_LAMBDA_TARGETS: Stack.of(this).toJsonString(
+            Object.fromEntries(handlerFunctions.map(([type, fn]) => [type, fn.functionArn])),
+          ),
+        }),
       },
     };
     this.apiFunction = createFunction(this, "ApiFunction", "api", settings, {
@@ -155,6 +164,7 @@ export class Hourglass extends Construct {
       this.queue.grantSendMessages(fn);
     }
     attachWorker(this.workerFunction, this.queue, props.workerMaxConcurrency ?? 50);
+    for (const [, fn] of handlerFunctions) fn.grantInvoke(this.workerFunction);
 
     const dispatch = createDispatchSchedule(this, this.dispatcherFunction);
     this.schedule = dispatch.schedule;

@@ -11,6 +11,7 @@ export function createNetwork(
   scope: Construct,
   internetEgress: boolean,
   retention: logs.RetentionDays,
+  invokesLambda: boolean,
 ): ec2.Vpc {
   const vpc = new ec2.Vpc(scope, "Vpc", {
     maxAzs: 2,
@@ -29,5 +30,8 @@ export function createNetwork(
   vpc.addGatewayEndpoint("DynamoDb", { service: ec2.GatewayVpcEndpointAwsService.DYNAMODB });
   vpc.addInterfaceEndpoint("Sqs", { service: ec2.InterfaceVpcEndpointAwsService.SQS });
   vpc.addInterfaceEndpoint("SecretsManager", { service: ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER });
+  // The worker invokes the user's handler functions through the Lambda API.
+  if (invokesLambda)
+    vpc.addInterfaceEndpoint("Lambda", { service: ec2.InterfaceVpcEndpointAwsService.LAMBDA });
   return vpc;
 }

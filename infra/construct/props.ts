@@ -1,5 +1,6 @@
 import type { Duration } from "aws-cdk-lib";
 import type * as ec2 from "aws-cdk-lib/aws-ec2";
+import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as sns from "aws-cdk-lib/aws-sns";
 
@@ -43,6 +44,13 @@ export interface HourglassProps {
    * @default the repository's functions/handlers.ts
    */
   readonly handlersModule?: string;
+  /**
+   * Event types handled by Lambda functions of yours: type → function. The worker invokes the
+   * function with `{ id, tenant, attempt, runAt, payload }`; returning is success, throwing a retry
+   * (an error of type `NonRetryableError` goes straight to the dead letters).
+   * @default none
+   */
+  readonly handlerFunctions?: Readonly<Record<string, lambda.IFunction>>;
   /** Require an API key (and a usage plan) on every method, on top of IAM. @default false */
   readonly apiKeys?: boolean;
   /** @default { rateLimit: 1000, burstLimit: 2000 } requests per second */
@@ -104,6 +112,13 @@ export function validateProps(props: HourglassProps): void {
     problems.push(
       "externalRedis and cache exclude each other: Hourglass either creates a cache or uses yours",
     );
+  }
+  for (const type of Object.keys(props.handlerFunctions ?? {})) {
+    if (!/^[a-z][a-z0-9._-]{0,63}$/.test(type)) {
+      problems.push(
+        `handlerFunctions key "${type}" is not an event type (lowercase, starts with a letter, at most 64 characters)`,
+      );
+    }
   }
   if (props.vpc && props.internetEgress) {
     problems.push(

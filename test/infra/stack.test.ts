@@ -1,10 +1,12 @@
 import { App, Duration, Stack, Validations } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
+import { Code, Function as LambdaFunction, Runtime } from "aws-cdk-lib/aws-lambda";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
 import { Hourglass } from "../../infra/construct/hourglass.ts";
 import { HourglassPropsError } from "../../infra/construct/props.ts";
+import { acknowledgeFindings } from "../../infra/nag.ts";
 import { HourglassStack, type HourglassStackProps } from "../../infra/stacks/hourglass-stack.ts";
 
 // Bundling is skipped here (it is exercised by the `cdk synth` test); assertions read the template.
@@ -172,5 +174,49 @@ describe("Hourglass.grantInvoke", () => {
       PolicyDocument: { Statement: [Match.objectLike({ Action: "execute-api:Invoke", Effect: "Allow" })] },
       Roles: [{ Ref: Match.stringLikeRegexp("Caller") }],
     });
+  });
+});
+
+describe("handler functions", () => {
+  it("lets the worker invoke the user's functions, through a Lambda endpoint, and still passes cdk-nag", () => {
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new Stack(app, "Custom", { env: { account: "111111111111", region: "eu-west-1" } });
+    const remind = new LambdaFunction(stack, "Remind", {
+      runtime: Runtime.NODEJS_24_X,
+      handler: "index.handler",
+      code: Code.fromInline("exports.handler = async () => {};"),
+    });
+    const hourglass = new Hourglass(stack, "Hourglass", { handlerFunctions: { "invoice.remind": remind } });
+    acknowledgeFindings(hourglass);
+    Validations.of(stack).acknowledge(
+      {
+        id: "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+        reason: "test function",
+      },
+      { id: "AwsSolutions::AwsSolutions-L1", reason: "test function" },
+    );
+    const template = Template.fromStack(stack);
+    template.resourceCountIs("AWS::EC2::VPCEndpoint", 4);
+    const worker = Object.values(template.findResources("AWS::Lambda::Function")).find((f) =>
+      JSON.stringify(f.Properties.Environment?.Variables ?? {}).includes("HOURGLASS_LAMBDA_TARGETS"),
+    );
+    expect(worker).toBeDefined();
+    template.hasResourceProperties("AWS::IAM::Policy", {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: "lambda:InvokeFunction" })]) },
+    });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth()).not.toThrow();
+  });
+
+  it("refuses a handler function under a name that is not an event type", () => {
+    const stack = new Stack(new App(), "Bad");
+    const fn = LambdaFunction.fromFunctionArn(
+      stack,
+      "Fn",
+      "arn:aws:lambda:eu-west-1:111111111111:function:x",
+    );
+    expect(() => new Hourglass(stack, "Hourglass", { handlerFunctions: { "Not A Type": fn } })).toThrow(
+      HourglassPropsError,
+    );
   });
 });
