@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type FieldIssue, ValidationError } from "../errors.ts";
 import {
@@ -102,6 +103,10 @@ export function problemFor(error: unknown): Problem {
     return problem("idempotency-conflict", "The id exists with different content", 409, {
       detail: error.message,
     });
+  }
+  // Hono's own 4xx (an empty or unreadable body reaching a validator, for one) keep their status.
+  if (error instanceof HTTPException && error.status < 500) {
+    return problem("bad-request", "The request is malformed", error.status, { detail: error.message });
   }
   if (error instanceof JournalRequiredError) {
     return problem("not-available", "Not available in this mode", 501, { detail: error.message });

@@ -101,6 +101,8 @@ describe("POST /v1/events", () => {
 
   it("answers 400 to malformed JSON, 415 to another content type, 413 to a body over 1 MiB", async () => {
     expect(problemOf(await api.call("POST", "/v1/events", "{not json")).status).toBe(400);
+    // An empty body where one is required (found by the bad-input property test).
+    expect(problemOf(await api.call("POST", "/v1/events", "")).status).toBe(400);
     const form = await fetch(`${api.base}/v1/events`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
