@@ -112,7 +112,7 @@ describe("bad input never produces a 5xx and changes nothing", () => {
           for (const result of response.json.results) expect(result.status).toBe(422);
         }
       }),
-      { numRuns: 150 },
+      { numRuns: Number(process.env.FC_RUNS ?? 150) },
     );
     expect(await snapshot()).toBe(before);
   });
