@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { StockLedger } from "../../ledger/ledger-service.ts";
-import { holdInput, type Reservation, receiptInput, SKU } from "../../ledger/model.ts";
+import { holdInput, RESERVATION_ID, type Reservation, receiptInput, SKU } from "../../ledger/model.ts";
 import { json, jsonRequest, PageQuery, problems } from "../schemas.ts";
 import type { TenantEnv } from "../tenancy.ts";
 
@@ -13,7 +13,7 @@ const SkuParam = z.object({
 const IdParam = z.object({
   id: z
     .string()
-    .regex(/^[A-Za-z0-9._:-]{1,100}$/)
+    .regex(RESERVATION_ID)
     .openapi({ param: { name: "id", in: "path" } }),
 });
 export const Stock = z
