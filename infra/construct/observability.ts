@@ -27,57 +27,77 @@ const metric = (name: string, service: string, statistic: string, period = Durat
 /** Alarms on what users feel (lost, late or failing work) and one dashboard showing the same. */
 export function createObservability(scope: Construct, watched: Watched, topic: sns.ITopic | undefined) {
   const overdue = metric(METRIC.overdueLag, "dispatcher", "Maximum");
+  const alarm = (
+    id: string,
+    alarmDescription: string,
+    watchedMetric: cloudwatch.IMetric,
+    threshold: number,
+    options: Partial<
+      Pick<cloudwatch.AlarmProps, "comparisonOperator" | "evaluationPeriods" | "treatMissingData">
+    > = {},
+  ) =>
+    new cloudwatch.Alarm(scope, id, {
+      alarmDescription,
+      metric: watchedMetric,
+      threshold,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      ...options,
+    });
+  // A dead-letter queue with anything in it is worth a look.
+  const nonEmpty = (id: string, description: string, queue: sqs.IQueue) =>
+    alarm(
+      id,
+      description,
+      queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1) }),
+      0,
+      {
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      },
+    );
+  const fiveMinuteSum = { period: Duration.minutes(5), statistic: "Sum" };
   const alarms = {
-    deadLetters: new cloudwatch.Alarm(scope, "WorkDlqDepth", {
-      alarmDescription:
-        "Messages reached the work queue's DLQ: the worker failed on them five times in a row",
-      metric: watched.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-        period: Duration.minutes(1),
-      }),
-      threshold: 0,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    }),
-    dispatcherErrors: new cloudwatch.Alarm(scope, "DispatcherErrors", {
-      alarmDescription: "The dispatcher failed: events are not being moved to the queue",
-      metric: watched.dispatcher.metricErrors({ period: Duration.minutes(5), statistic: "Sum" }),
-      threshold: 2,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    }),
-    missedRuns: new cloudwatch.Alarm(scope, "DispatcherMissedRuns", {
-      alarmDescription: "The dispatcher ran fewer than 4 times in 5 minutes: the schedule is not firing",
-      metric: watched.dispatcher.metricInvocations({ period: Duration.minutes(5), statistic: "Sum" }),
-      threshold: 4,
-      comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.BREACHING,
-    }),
-    scheduleDeadLetters: new cloudwatch.Alarm(scope, "ScheduleDlqDepth", {
-      alarmDescription: "EventBridge Scheduler could not invoke the dispatcher",
-      metric: watched.scheduleDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
-        period: Duration.minutes(1),
-      }),
-      threshold: 0,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    }),
-    overdueLag: new cloudwatch.Alarm(scope, "OverdueLag", {
-      alarmDescription: "An event is more than 2 minutes past due and still not claimed",
-      metric: overdue,
-      threshold: 120_000,
-      evaluationPeriods: 3,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    }),
-    workerErrors: new cloudwatch.Alarm(scope, "WorkerErrors", {
-      alarmDescription: "The worker Lambda failed (infrastructure errors, not handler failures)",
-      metric: watched.worker.metricErrors({ period: Duration.minutes(5), statistic: "Sum" }),
-      threshold: 5,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    }),
+    deadLetters: nonEmpty(
+      "WorkDlqDepth",
+      "Messages reached the work queue's DLQ: the worker failed on them five times in a row",
+      watched.deadLetterQueue,
+    ),
+    dispatcherErrors: alarm(
+      "DispatcherErrors",
+      "The dispatcher failed: events are not being moved to the queue",
+      watched.dispatcher.metricErrors(fiveMinuteSum),
+      2,
+    ),
+    missedRuns: alarm(
+      "DispatcherMissedRuns",
+      "The dispatcher ran fewer than 4 times in 5 minutes: the schedule is not firing",
+      watched.dispatcher.metricInvocations(fiveMinuteSum),
+      4,
+      {
+        comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      },
+    ),
+    scheduleDeadLetters: nonEmpty(
+      "ScheduleDlqDepth",
+      "EventBridge Scheduler could not invoke the dispatcher",
+      watched.scheduleDeadLetterQueue,
+    ),
+    overdueLag: alarm(
+      "OverdueLag",
+      "An event is more than 2 minutes past due and still not claimed",
+      overdue,
+      120_000,
+      {
+        evaluationPeriods: 3,
+      },
+    ),
+    workerErrors: alarm(
+      "WorkerErrors",
+      "The worker Lambda failed (infrastructure errors, not handler failures)",
+      watched.worker.metricErrors(fiveMinuteSum),
+      5,
+    ),
   };
   if (topic) for (const alarm of Object.values(alarms)) alarm.addAlarmAction(new actions.SnsAction(topic));
 
