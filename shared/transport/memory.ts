@@ -4,27 +4,16 @@ import type { SendReport, Transport } from "./transport.ts";
 /**
  * Delivers messages to a callback in this process, at the same whole second SQS would (runAt
  * rounded down), so the worker's own wait for the sub-second remainder is exercised too. For the
- * engine benchmark and unit tests only: nothing survives a crash.
+ * engine benchmark only: nothing survives a crash.
  */
 export class InProcessTransport implements Transport {
-  private readonly timers = new Set<NodeJS.Timeout>();
-
   constructor(private readonly deliver: (message: DispatchMessage) => void) {}
 
   async send(messages: readonly DispatchMessage[], now: number): Promise<SendReport> {
     for (const message of messages) {
       const delay = Math.max(0, Math.floor((message.runAt - now) / 1000) * 1000);
-      const timer = setTimeout(() => {
-        this.timers.delete(timer);
-        this.deliver(message);
-      }, delay);
-      this.timers.add(timer);
+      setTimeout(() => this.deliver(message), delay);
     }
     return { sent: messages.length, failed: [] };
-  }
-
-  close(): void {
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
   }
 }
