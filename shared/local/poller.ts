@@ -79,7 +79,7 @@ export class QueuePoller {
 
   private async process(messages: Message[]): Promise<void> {
     try {
-      const response = await this.handle({ Records: messages.map((m) => this.toRecord(m)) });
+      const response = await this.handle({ Records: messages.map((m) => toSqsRecord(m, this.queueUrl)) });
       const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
       const done = messages.filter((m) => !failed.has(m.MessageId!));
       if (done.length === 0) return;
@@ -97,24 +97,25 @@ export class QueuePoller {
       this.logger.warn("batch failed; messages will be redelivered", { error });
     }
   }
+}
 
-  private toRecord(message: Message): SQSRecord {
-    const attributes = message.Attributes ?? {};
-    return {
-      messageId: message.MessageId!,
-      receiptHandle: message.ReceiptHandle!,
-      body: message.Body ?? "",
-      attributes: {
-        ApproximateReceiveCount: attributes.ApproximateReceiveCount ?? "1",
-        SentTimestamp: attributes.SentTimestamp ?? String(Date.now()),
-        SenderId: attributes.SenderId ?? "local",
-        ApproximateFirstReceiveTimestamp: attributes.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
-      },
-      messageAttributes: {},
-      md5OfBody: message.MD5OfBody ?? "",
-      eventSource: "aws:sqs",
-      eventSourceARN: `arn:aws:sqs:local:000000000000:${this.queueUrl.split("/").pop()}`,
-      awsRegion: process.env.AWS_REGION ?? "us-east-1",
-    };
-  }
+/** A received message in the shape Lambda's SQS event source hands to a function. */
+export function toSqsRecord(message: Message, queueUrl: string): SQSRecord {
+  const attributes = message.Attributes ?? {};
+  return {
+    messageId: message.MessageId!,
+    receiptHandle: message.ReceiptHandle!,
+    body: message.Body ?? "",
+    attributes: {
+      ApproximateReceiveCount: attributes.ApproximateReceiveCount ?? "1",
+      SentTimestamp: attributes.SentTimestamp ?? String(Date.now()),
+      SenderId: attributes.SenderId ?? "local",
+      ApproximateFirstReceiveTimestamp: attributes.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
+    },
+    messageAttributes: {},
+    md5OfBody: message.MD5OfBody ?? "",
+    eventSource: "aws:sqs",
+    eventSourceARN: `arn:aws:sqs:local:000000000000:${queueUrl.split("/").pop()}`,
+    awsRegion: process.env.AWS_REGION ?? "us-east-1",
+  };
 }

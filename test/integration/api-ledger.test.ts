@@ -1,56 +1,50 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.ts";
-import { type TestHourglass, testHourglass } from "../support/harness.ts";
-import { serveApi } from "../support/server.ts";
+import { useApiServer } from "../support/server.ts";
 
 /** Leases, stock and reservations through the HTTP API and the CLI, on the real local stack. */
-let hg: TestHourglass;
-let api: Awaited<ReturnType<typeof serveApi>>;
-const cli = (...args: string[]) => runCli(api.base, ...args);
+const cli = (...args: string[]) => runCli(served.api.base, ...args);
 
-beforeAll(async () => {
-  hg = await testHourglass();
-  api = await serveApi(hg);
-});
-
-afterAll(async () => {
-  await api.close();
-  await hg.destroy();
-});
+const served = useApiServer();
 
 describe("leases over HTTP", () => {
   it("acquires, refuses a second holder with 409 naming the holder, renews, releases", async () => {
-    const first = await api.call("POST", "/v1/leases/report/acquire", { owner: "a", ttlSeconds: 30 });
+    const first = await served.api.call("POST", "/v1/leases/report/acquire", { owner: "a", ttlSeconds: 30 });
     expect(first.status).toBe(200);
     expect(first.json.token).toBe(1);
-    const second = await api.call("POST", "/v1/leases/report/acquire", { owner: "b", ttlSeconds: 30 });
+    const second = await served.api.call("POST", "/v1/leases/report/acquire", { owner: "b", ttlSeconds: 30 });
     expect(second.status).toBe(409);
     expect(second.json).toMatchObject({ holder: "a" });
     expect(Date.parse(second.json.expiresAt)).toBe(Date.parse(first.json.expiresAt));
     expect(
-      (await api.call("POST", "/v1/leases/report/renew", { owner: "a", token: 1, ttlSeconds: 60 })).status,
+      (await served.api.call("POST", "/v1/leases/report/renew", { owner: "a", token: 1, ttlSeconds: 60 }))
+        .status,
     ).toBe(200);
-    expect((await api.call("POST", "/v1/leases/report/release", { owner: "a", token: 7 })).status).toBe(409);
-    expect((await api.call("POST", "/v1/leases/report/release", { owner: "b", token: 1 })).status).toBe(409);
-    const released = await api.call("POST", "/v1/leases/report/release", { owner: "a", token: 1 });
-    expect(released.json).toMatchObject({ held: false, token: 1 });
-    expect((await api.call("GET", "/v1/leases/report")).json.held).toBe(false);
-    expect((await api.call("POST", "/v1/leases/report/acquire", { owner: "a", ttlSeconds: 0 })).status).toBe(
-      422,
-    );
     expect(
-      (await api.call("POST", "/v1/leases/bad%20name/acquire", { owner: "a", ttlSeconds: 5 })).status,
+      (await served.api.call("POST", "/v1/leases/report/release", { owner: "a", token: 7 })).status,
+    ).toBe(409);
+    expect(
+      (await served.api.call("POST", "/v1/leases/report/release", { owner: "b", token: 1 })).status,
+    ).toBe(409);
+    const released = await served.api.call("POST", "/v1/leases/report/release", { owner: "a", token: 1 });
+    expect(released.json).toMatchObject({ held: false, token: 1 });
+    expect((await served.api.call("GET", "/v1/leases/report")).json.held).toBe(false);
+    expect(
+      (await served.api.call("POST", "/v1/leases/report/acquire", { owner: "a", ttlSeconds: 0 })).status,
+    ).toBe(422);
+    expect(
+      (await served.api.call("POST", "/v1/leases/bad%20name/acquire", { owner: "a", ttlSeconds: 5 })).status,
     ).toBe(404);
   });
 });
 
 describe("stock and reservations over HTTP", () => {
   it("receives, holds, names shortages, confirms, cancels, and reconciles", async () => {
-    expect((await api.call("POST", "/v1/stock/mug/receipts", { quantity: 3 })).json).toMatchObject({
+    expect((await served.api.call("POST", "/v1/stock/mug/receipts", { quantity: 3 })).json).toMatchObject({
       onHand: 3,
       available: 3,
     });
-    const held = await api.call("POST", "/v1/reservations", {
+    const held = await served.api.call("POST", "/v1/reservations", {
       id: "order-1",
       items: [{ sku: "mug", quantity: 2 }],
       holdSeconds: 300,
@@ -59,14 +53,14 @@ describe("stock and reservations over HTTP", () => {
     expect(held.json).toMatchObject({ id: "order-1", status: "held" });
     expect(
       (
-        await api.call("POST", "/v1/reservations", {
+        await served.api.call("POST", "/v1/reservations", {
           id: "order-1",
           items: [{ sku: "mug", quantity: 2 }],
           holdSeconds: 300,
         })
       ).status,
     ).toBe(200);
-    const short = await api.call("POST", "/v1/reservations", {
+    const short = await served.api.call("POST", "/v1/reservations", {
       items: [
         { sku: "mug", quantity: 2 },
         { sku: "cup", quantity: 1 },
@@ -78,19 +72,23 @@ describe("stock and reservations over HTTP", () => {
       { sku: "cup", requested: 1, available: 0 },
       { sku: "mug", requested: 2, available: 1 },
     ]);
-    expect((await api.call("GET", "/v1/stock/mug")).json).toMatchObject({ onHand: 3, held: 2, available: 1 });
-    expect((await api.call("POST", "/v1/reservations/order-1/confirm")).json.status).toBe("confirmed");
-    const cancelConfirmed = await api.call("POST", "/v1/reservations/order-1/cancel");
+    expect((await served.api.call("GET", "/v1/stock/mug")).json).toMatchObject({
+      onHand: 3,
+      held: 2,
+      available: 1,
+    });
+    expect((await served.api.call("POST", "/v1/reservations/order-1/confirm")).json.status).toBe("confirmed");
+    const cancelConfirmed = await served.api.call("POST", "/v1/reservations/order-1/cancel");
     expect(cancelConfirmed.status).toBe(409);
     expect(cancelConfirmed.json.currentStatus).toBe("confirmed");
-    expect((await api.call("POST", "/v1/reservations/nope/confirm")).status).toBe(404);
+    expect((await served.api.call("POST", "/v1/reservations/nope/confirm")).status).toBe(404);
     const tooMany = Array.from({ length: 50 }, (_, i) => ({ sku: `s${i}`, quantity: 1 }));
-    expect((await api.call("POST", "/v1/reservations", { items: tooMany, holdSeconds: 60 })).status).toBe(
-      422,
-    );
-    const ledger = await api.call("GET", "/v1/stock/mug/ledger");
+    expect(
+      (await served.api.call("POST", "/v1/reservations", { items: tooMany, holdSeconds: 60 })).status,
+    ).toBe(422);
+    const ledger = await served.api.call("GET", "/v1/stock/mug/ledger");
     expect(ledger.json.entries.map((e: { kind: string }) => e.kind)).toEqual(["STOCK_IN", "HOLD", "CONFIRM"]);
-    expect((await api.call("GET", "/v1/stock/mug/reconcile")).json.ok).toBe(true);
+    expect((await served.api.call("GET", "/v1/stock/mug/reconcile")).json.ok).toBe(true);
   });
 });
 

@@ -1,29 +1,18 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.ts";
-import { type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
-import { serveApi } from "../support/server.ts";
+import { useApiServer } from "../support/server.ts";
 
 /** The `hourglass` CLI, run as a child process against the running server. */
 const rec = recorder();
-let hg: TestHourglass;
-let api: Awaited<ReturnType<typeof serveApi>>;
 const dir = mkdtempSync(join(tmpdir(), "hg-cli-"));
 
-const cli = (...args: string[]) => runCli(api.base, ...args);
+const cli = (...args: string[]) => runCli(served.api.base, ...args);
 
-beforeAll(async () => {
-  hg = await testHourglass({}, { handlers: [rec.handler] });
-  api = await serveApi(hg);
-});
-
-afterAll(async () => {
-  await api.close();
-  await hg.destroy();
-});
+const served = useApiServer({}, { handlers: [rec.handler] });
 
 describe("hourglass CLI", () => {
   it("schedules from a payload file, shows, lists, moves and cancels", async () => {

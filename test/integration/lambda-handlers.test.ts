@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEvent, Context, SQSEvent } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { toSqsRecord } from "../../shared/local/poller.ts";
 import { type TestHourglass, testHourglass } from "../support/harness.ts";
 
 /**
@@ -85,19 +86,7 @@ describe("Lambda entry points", () => {
       new ReceiveMessageCommand({ QueueUrl: setup.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 5 }),
     );
     expect(received.Messages?.length).toBe(1);
-    const event: SQSEvent = {
-      Records: received.Messages!.map((m) => ({
-        messageId: m.MessageId!,
-        receiptHandle: m.ReceiptHandle!,
-        body: m.Body!,
-        attributes: {} as never,
-        messageAttributes: {},
-        md5OfBody: "",
-        eventSource: "aws:sqs",
-        eventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:work",
-        awsRegion: "eu-west-1",
-      })),
-    };
+    const event: SQSEvent = { Records: received.Messages!.map((m) => toSqsRecord(m, setup.queueUrl!)) };
     const worker = (await import("../../functions/worker/index.ts")).handler;
     const response = await worker(event, context);
     // Port 9 refuses the connection: a handler failure, retried by Hourglass, not an SQS failure.
@@ -110,21 +99,7 @@ describe("Lambda entry points", () => {
   it("answers a malformed message with no retry loop, and a bad request with a problem", async () => {
     const worker = (await import("../../functions/worker/index.ts")).handler;
     const response = await worker(
-      {
-        Records: [
-          {
-            messageId: "m1",
-            receiptHandle: "r",
-            body: "not json",
-            attributes: {} as never,
-            messageAttributes: {},
-            md5OfBody: "",
-            eventSource: "aws:sqs",
-            eventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:work",
-            awsRegion: "eu-west-1",
-          },
-        ],
-      },
+      { Records: [toSqsRecord({ MessageId: "m1", ReceiptHandle: "r", Body: "not json" }, setup.queueUrl!)] },
       context,
     );
     expect(response.batchItemFailures).toEqual([]);

@@ -1,48 +1,39 @@
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type TestHourglass, testHourglass } from "../support/harness.ts";
+import { describe, expect, it } from "vitest";
 import { recorder } from "../support/recorder.ts";
-import { serveApi } from "../support/server.ts";
+import { useApiServer } from "../support/server.ts";
 
 const TOKENS = { acme: "acme-token-0123456789", globex: "globex-token-0123456789" };
 const rec = recorder();
-let hg: TestHourglass;
-let api: Awaited<ReturnType<typeof serveApi>>;
 const as = (tenant: keyof typeof TOKENS) => ({ authorization: `Bearer ${TOKENS[tenant]}` });
 
-beforeAll(async () => {
-  hg = await testHourglass(
-    {
-      HOURGLASS_API_TOKENS: Object.entries(TOKENS)
-        .map(([tenant, token]) => `${tenant}:${token}`)
-        .join(","),
-    },
-    { handlers: [rec.handler] },
-  );
-  api = await serveApi(hg);
-});
-
-afterAll(async () => {
-  await api.close();
-  await hg.destroy();
-});
+const served = useApiServer(
+  {
+    HOURGLASS_API_TOKENS: Object.entries(TOKENS)
+      .map(([tenant, token]) => `${tenant}:${token}`)
+      .join(","),
+  },
+  { handlers: [rec.handler] },
+);
 
 describe("tenancy", () => {
   it("requires a known bearer token", async () => {
-    const missing = await api.call("GET", "/v1/stats");
+    const missing = await served.api.call("GET", "/v1/stats");
     expect(missing.status).toBe(401);
     expect(missing.type).toContain("application/problem+json");
     expect(
-      (await api.call("GET", "/v1/stats", undefined, { authorization: "Bearer nope-nope-nope-nope" })).status,
+      (await served.api.call("GET", "/v1/stats", undefined, { authorization: "Bearer nope-nope-nope-nope" }))
+        .status,
     ).toBe(401);
     expect(
-      (await api.call("GET", "/v1/stats", undefined, { authorization: `Basic ${TOKENS.acme}` })).status,
+      (await served.api.call("GET", "/v1/stats", undefined, { authorization: `Basic ${TOKENS.acme}` }))
+        .status,
     ).toBe(401);
-    expect((await api.call("GET", "/health")).status).toBe(200);
+    expect((await served.api.call("GET", "/health")).status).toBe(200);
   });
 
   it("never lets one tenant read, list, move, cancel, replay or count another's events", async () => {
-    const created = await api.call(
+    const created = await served.api.call(
       "POST",
       "/v1/events",
       { id: "shared-id", type: "test.record", payload: {}, delaySeconds: 600 },
@@ -51,28 +42,34 @@ describe("tenancy", () => {
     expect(created.status).toBe(201);
     const id = created.json.id as string;
 
-    expect((await api.call("GET", `/v1/events/${id}`, undefined, as("globex"))).status).toBe(404);
-    expect((await api.call("PATCH", `/v1/events/${id}`, { delaySeconds: 5 }, as("globex"))).status).toBe(404);
-    expect((await api.call("DELETE", `/v1/events/${id}`, undefined, as("globex"))).status).toBe(404);
-    expect((await api.call("POST", `/v1/dead-letters/${id}/replay`, undefined, as("globex"))).status).toBe(
-      404,
-    );
-    const list = await api.call("GET", "/v1/events", undefined, as("globex"));
+    expect((await served.api.call("GET", `/v1/events/${id}`, undefined, as("globex"))).status).toBe(404);
+    expect(
+      (await served.api.call("PATCH", `/v1/events/${id}`, { delaySeconds: 5 }, as("globex"))).status,
+    ).toBe(404);
+    expect((await served.api.call("DELETE", `/v1/events/${id}`, undefined, as("globex"))).status).toBe(404);
+    expect(
+      (await served.api.call("POST", `/v1/dead-letters/${id}/replay`, undefined, as("globex"))).status,
+    ).toBe(404);
+    const list = await served.api.call("GET", "/v1/events", undefined, as("globex"));
     expect(list.json.events).toEqual([]);
-    const stats = await api.call("GET", "/v1/stats", undefined, as("globex"));
+    const stats = await served.api.call("GET", "/v1/stats", undefined, as("globex"));
     expect(stats.json.byStatus).toEqual({});
     expect(stats.json.indexSize).toBe(0);
 
     // The same client id in another tenant is another event, not a conflict.
-    const theirs = await api.call(
+    const theirs = await served.api.call(
       "POST",
       "/v1/events",
       { id: "shared-id", type: "test.record", payload: { label: "g" }, delaySeconds: 600 },
       as("globex"),
     );
     expect(theirs.status).toBe(201);
-    expect((await api.call("GET", `/v1/events/${id}`, undefined, as("acme"))).json.payload).toEqual({});
-    expect((await api.call("GET", "/v1/stats", undefined, as("acme"))).json.byStatus.scheduled).toBe(1);
+    expect((await served.api.call("GET", `/v1/events/${id}`, undefined, as("acme"))).json.payload).toEqual(
+      {},
+    );
+    expect((await served.api.call("GET", "/v1/stats", undefined, as("acme"))).json.byStatus.scheduled).toBe(
+      1,
+    );
   });
 });
 
@@ -86,8 +83,8 @@ describe("bad input never produces a 5xx and changes nothing", () => {
       ["POST", "/v1/dead-letters/not-there/replay"],
     ];
     const snapshot = async () => {
-      const list = await api.call("GET", "/v1/events?limit=100", undefined, as("acme"));
-      const stats = await api.call("GET", "/v1/stats", undefined, as("acme"));
+      const list = await served.api.call("GET", "/v1/events?limit=100", undefined, as("acme"));
+      const stats = await served.api.call("GET", "/v1/stats", undefined, as("acme"));
       return JSON.stringify([list.json.events, stats.json.byStatus]);
     };
     const before = await snapshot();
@@ -106,7 +103,7 @@ describe("bad input never produces a 5xx and changes nothing", () => {
     );
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...routes), junk, async ([method, path], body) => {
-        const response = await api.call(method, path, body, as("acme"));
+        const response = await served.api.call(method, path, body, as("acme"));
         expect(response.status, JSON.stringify(response.json)).toBeLessThan(500);
         if (path === "/v1/events/batch" && response.status === 200) {
           for (const result of response.json.results) expect(result.status).toBe(422);

@@ -1,7 +1,9 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import { afterAll, beforeAll } from "vitest";
 import type { Hourglass } from "../../shared/hourglass.ts";
 import { apiDeps, createApp } from "../../shared/http/app.ts";
+import { type TestHourglass, testHourglass } from "./harness.ts";
 
 /** The real HTTP app on a loopback port, as `npm start` serves it. */
 export async function serveApi(hourglass: Hourglass) {
@@ -31,4 +33,23 @@ export async function serveApi(hourglass: Hourglass) {
     },
     close: () => new Promise<void>((done) => server.close(() => done())),
   };
+}
+
+export type ApiServer = Awaited<ReturnType<typeof serveApi>>;
+
+/**
+ * An Hourglass on the local stack and its HTTP server, for one test file: started before its
+ * tests, closed and torn down after them. Read `served.hg` and `served.api` inside tests.
+ */
+export function useApiServer(...args: Parameters<typeof testHourglass>) {
+  const served = {} as { hg: TestHourglass; api: ApiServer };
+  beforeAll(async () => {
+    served.hg = await testHourglass(...args);
+    served.api = await serveApi(served.hg);
+  });
+  afterAll(async () => {
+    await served.api?.close();
+    await served.hg?.destroy();
+  });
+  return served;
 }
