@@ -63,7 +63,8 @@ describe("Lambda entry points", () => {
     const created = (await api(
       apiEvent("POST", "/v1/events", {
         type: "webhook",
-        delaySeconds: 2,
+        // Beyond the 5 s look-ahead: it waits in the index until the dispatcher function claims it.
+        delaySeconds: 6,
         payload: { url: "http://127.0.0.1:9/x" },
       }),
       context,
@@ -74,16 +75,18 @@ describe("Lambda entry points", () => {
     expect(created.statusCode).toBe(201);
     const { id } = JSON.parse(created.body);
     // The tenant is the caller's IAM principal.
-    expect((await setup.events.get("123456789012-Orders", id)).status).toBe("dispatched");
+    expect((await setup.events.get("123456789012-Orders", id)).status).toBe("scheduled");
+    await new Promise((done) => setTimeout(done, 1_200));
 
     const dispatcher = (await import("../../functions/dispatcher/index.ts")).handler;
     const report = await dispatcher({}, context);
-    expect(report.skippedGroups).toBe(0);
+    expect(report).toMatchObject({ claimed: 1, sent: 1, failed: 0, skippedGroups: 0 });
+    expect((await setup.events.get("123456789012-Orders", id)).status).toBe("dispatched");
 
     // Take the message off the queue as the event source would, and hand it to the worker function.
     const { ReceiveMessageCommand } = await import("@aws-sdk/client-sqs");
     const received = await setup.sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: setup.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 5 }),
+      new ReceiveMessageCommand({ QueueUrl: setup.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 10 }),
     );
     expect(received.Messages?.length).toBe(1);
     const event: SQSEvent = { Records: received.Messages!.map((m) => toSqsRecord(m, setup.queueUrl!)) };
