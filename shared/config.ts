@@ -18,7 +18,19 @@ export class ConfigError extends Error {
 }
 
 const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/** One message for every way a number can be wrong, so the one-line error says what is expected. */
+const int = (min: number, max: number) => {
+  const error = `a whole number from ${min} to ${max}`;
+  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+};
+const port = int(0, 65_535);
+const url = (protocols: readonly string[]) =>
+  z
+    .string()
+    .url({ error: `a URL (${protocols.join(", ")})` })
+    .refine((value) => protocols.includes(new URL(value).protocol.replace(/:$/, "")), {
+      error: `a URL starting with ${protocols.map((p) => `${p}://`).join(" or ")}`,
+    });
 
 export type Mode = "local" | "aws";
 
@@ -38,7 +50,15 @@ const modeDefaults: Record<
 
 const schema = z.object({
   HOURGLASS_MODE: z.enum(["local", "aws"]).optional(),
-  HOURGLASS_REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
+  HOURGLASS_REDIS_URL: url(["redis", "rediss"]).default("redis://127.0.0.1:6379"),
+  // Read by the AWS SDK itself; validated here so a typo fails before anything starts.
+  AWS_ENDPOINT_URL: url(["http", "https"]).optional(),
+  AWS_ENDPOINT_URL_DYNAMODB: url(["http", "https"]).optional(),
+  AWS_ENDPOINT_URL_SQS: url(["http", "https"]).optional(),
+  // The embedded stack of `npm start`: where its stand-ins listen and keep their data.
+  HOURGLASS_DATA_DIR: z.string().min(1).default(".hourglass"),
+  HOURGLASS_DYNAMODB_PORT: port.default(8000),
+  HOURGLASS_SQS_PORT: port.default(4566),
   HOURGLASS_REDIS_CLUSTER: bool.default(false),
   HOURGLASS_KEY_PREFIX: z
     .string()
@@ -107,7 +127,7 @@ const schema = z.object({
     .optional(),
   HOURGLASS_MAX_BODY_BYTES: int(1_024, 10_485_760).default(1_048_576),
   LOG_LEVEL: z.enum(["DEBUG", "INFO", "WARN", "ERROR", "SILENT"]).default("INFO"),
-  PORT: int(0, 65_535).default(3000),
+  PORT: port.default(3000),
 });
 
 export interface HourglassConfig {
@@ -147,6 +167,14 @@ export interface HourglassConfig {
   readonly secretArns: readonly string[];
   readonly logLevel: "DEBUG" | "INFO" | "WARN" | "ERROR" | "SILENT";
   readonly port: number;
+  /** The embedded stack `npm start` runs (or reuses) when no endpoint names another. */
+  readonly local: {
+    readonly dataDir: string;
+    readonly dynamoPort: number;
+    readonly sqsPort: number;
+    /** Services the AWS SDK variables point elsewhere (LocalStack, AWS): not started locally. */
+    readonly external: readonly ("dynamodb" | "sqs")[];
+  };
 }
 
 /** The secret that signs webhooks in local mode when none is configured; AWS mode requires one. */
@@ -226,5 +254,14 @@ export function loadConfig(
     secretArns: e.HOURGLASS_SECRET_ARNS?.split(",") ?? [],
     logLevel: e.LOG_LEVEL,
     port: e.PORT,
+    local: {
+      dataDir: e.HOURGLASS_DATA_DIR,
+      dynamoPort: e.HOURGLASS_DYNAMODB_PORT,
+      sqsPort: e.HOURGLASS_SQS_PORT,
+      external: [
+        ...(e.AWS_ENDPOINT_URL || e.AWS_ENDPOINT_URL_DYNAMODB ? (["dynamodb"] as const) : []),
+        ...(e.AWS_ENDPOINT_URL || e.AWS_ENDPOINT_URL_SQS ? (["sqs"] as const) : []),
+      ],
+    },
   };
 }
