@@ -24,6 +24,10 @@ function localAssetsDir(): string | undefined {
 export function mountDocs(app: OpenAPIHono<TenantEnv>): void {
   const local = localAssetsDir();
   const base = local ? "/docs/assets" : `https://cdn.jsdelivr.net/npm/swagger-ui-dist@${SWAGGER_UI_VERSION}`;
+  // `/` and `/docs/` are where people look first. The page loads `openapi.json` relative to itself,
+  // which is right only at `/docs`. Relative locations keep an API Gateway stage prefix (`/prod/`).
+  app.get("/", (c) => c.redirect("docs", 302));
+  app.get("/docs/", (c) => c.redirect("../docs", 301));
   app.get("/docs", (c) =>
     c.html(`<!doctype html>
 <html lang="en">

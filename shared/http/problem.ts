@@ -77,7 +77,7 @@ export function problemFor(error: unknown): Problem {
   if (error instanceof LeaseHeldError) {
     return problem("lease-held", "Someone else holds the lease", 409, {
       detail: error.message,
-      holder: error.holder,
+      owner: error.holder,
       expiresAt: new Date(error.expiresAt).toISOString(),
     });
   }

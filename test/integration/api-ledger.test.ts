@@ -8,13 +8,18 @@ const cli = (...args: string[]) => runCli(served.api.base, ...args);
 const served = useApiServer();
 
 describe("leases over HTTP", () => {
-  it("acquires, refuses a second holder with 409 naming the holder, renews, releases", async () => {
+  it("acquires, refuses a second owner with 409 naming the owner, renews, releases", async () => {
     const first = await served.api.call("POST", "/v1/leases/report/acquire", { owner: "a", ttlSeconds: 30 });
     expect(first.status).toBe(200);
     expect(first.json.token).toBe(1);
     const second = await served.api.call("POST", "/v1/leases/report/acquire", { owner: "b", ttlSeconds: 30 });
     expect(second.status).toBe(409);
-    expect(second.json).toMatchObject({ holder: "a" });
+    expect(second.json).toMatchObject({ owner: "a" });
+    expect(second.json).not.toHaveProperty("holder");
+    // GET names the owner the way acquire does.
+    const shown = await served.api.call("GET", "/v1/leases/report");
+    expect(shown.json).toMatchObject({ held: true, owner: "a", token: 1 });
+    expect(shown.json).not.toHaveProperty("holder");
     expect(Date.parse(second.json.expiresAt)).toBe(Date.parse(first.json.expiresAt));
     expect(
       (await served.api.call("POST", "/v1/leases/report/renew", { owner: "a", token: 1, ttlSeconds: 60 }))
