@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEvent, Context, SQSEvent } from "aws-lambda";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { toSqsRecord } from "../../shared/local/poller.ts";
 import { type TestHourglass, testHourglass } from "../support/harness.ts";
 
@@ -101,11 +101,18 @@ describe("Lambda entry points", () => {
 
   it("answers a malformed message with no retry loop, and a bad request with a problem", async () => {
     const worker = (await import("../../functions/worker/index.ts")).handler;
+    // The worker logs the message it drops; captured here, so a passing run does not print an ERROR.
+    const lines: string[] = [];
+    const write = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+      lines.push(String(chunk));
+      return true;
+    });
     const response = await worker(
       { Records: [toSqsRecord({ MessageId: "m1", ReceiptHandle: "r", Body: "not json" }, setup.queueUrl!)] },
       context,
-    );
+    ).finally(() => write.mockRestore());
     expect(response.batchItemFailures).toEqual([]);
+    expect(lines.join("")).toMatch(/ERROR +malformed message dropped messageId=m1/);
     const api = (await import("../../functions/api/index.ts")).handler;
     const bad = (await api(apiEvent("POST", "/v1/events", { type: "webhook" }), context)) as {
       statusCode: number;
