@@ -28,9 +28,13 @@ const url = (protocols: readonly string[]) =>
   z
     .string()
     .url({ error: `a URL (${protocols.join(", ")})` })
-    .refine((value) => protocols.includes(new URL(value).protocol.replace(/:$/, "")), {
-      error: `a URL starting with ${protocols.map((p) => `${p}://`).join(" or ")}`,
-    });
+    // Refinements run even when .url() failed: parse safely, the .url() issue is the one reported.
+    .refine(
+      (value) => !URL.canParse(value) || protocols.includes(new URL(value).protocol.replace(/:$/, "")),
+      {
+        error: `a URL starting with ${protocols.map((p) => `${p}://`).join(" or ")}`,
+      },
+    );
 
 export type Mode = "local" | "aws";
 

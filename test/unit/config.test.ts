@@ -31,6 +31,22 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ HOURGLASS_API_TOKENS: "acme:short" })).toThrow(/HOURGLASS_API_TOKENS/);
   });
 
+  it("says what a good value looks like, for the settings npm start reads too", () => {
+    expect(() => loadConfig({ HOURGLASS_TICK_MS: "abc" })).toThrow(
+      "HOURGLASS_TICK_MS: a whole number from 50 to 300000",
+    );
+    expect(() => loadConfig({ HOURGLASS_REDIS_URL: "http://127.0.0.1:6379" })).toThrow(
+      /HOURGLASS_REDIS_URL: a URL starting with redis:\/\/ or rediss:\/\//,
+    );
+    expect(() => loadConfig({ AWS_ENDPOINT_URL_SQS: "localhost:4566" })).toThrow(/AWS_ENDPOINT_URL_SQS/);
+    expect(() => loadConfig({ HOURGLASS_DYNAMODB_PORT: "70000" })).toThrow(/HOURGLASS_DYNAMODB_PORT/);
+    const config = loadConfig({
+      AWS_ENDPOINT_URL_DYNAMODB: "http://127.0.0.1:4566",
+      HOURGLASS_SQS_PORT: "4600",
+    });
+    expect(config.local).toMatchObject({ dynamoPort: 8000, sqsPort: 4600, external: ["dynamodb"] });
+  });
+
   it("parses API tokens into a token → tenant map", () => {
     const config = loadConfig({ HOURGLASS_API_TOKENS: "acme:0123456789abcdef,globex:fedcba9876543210" });
     expect(config.apiTokens.get("0123456789abcdef")).toBe("acme");
