@@ -15,7 +15,8 @@ const cli = (...args: string[]) => runCli(served.api.base, ...args);
 
 const served = useApiServer({}, { handlers: [rec.handler] });
 
-describe("hourglass CLI", () => {
+// Each test runs the CLI several times as a child process; under load one run can take seconds.
+describe("hourglass CLI", { timeout: 300_000 }, () => {
   it("schedules from a payload file, shows, lists, moves and cancels", async () => {
     writeFileSync(join(dir, "body.json"), JSON.stringify({ label: "from-file" }));
     const scheduled = await cli(
@@ -107,7 +108,7 @@ describe("hourglass CLI", () => {
 const ANSI = /\x1b\[/;
 const STACK = /\n\s+at /;
 
-describe("hourglass CLI, for a newcomer", () => {
+describe("hourglass CLI, for a newcomer", { timeout: 300_000 }, () => {
   it("says nothing answers at the URL, and how to start it, when no server runs there", async () => {
     const closed = await new Promise<number>((done) => {
       const server = createServer().listen(0, "127.0.0.1", () => {

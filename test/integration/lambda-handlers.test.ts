@@ -101,16 +101,22 @@ describe("Lambda entry points", () => {
 
   it("answers a malformed message with no retry loop, and a bad request with a problem", async () => {
     const worker = (await import("../../functions/worker/index.ts")).handler;
-    // The worker logs the message it drops; captured here, so a passing run does not print an ERROR.
+    // The worker logs the message it drops (and Powertools notes that the batch had no metrics);
+    // captured here, so a passing run does not print an ERROR.
     const lines: string[] = [];
-    const write = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+    const capture = (chunk: string | Uint8Array) => {
       lines.push(String(chunk));
       return true;
-    });
+    };
+    const out = vi.spyOn(process.stdout, "write").mockImplementation(capture);
+    const err = vi.spyOn(process.stderr, "write").mockImplementation(capture);
     const response = await worker(
       { Records: [toSqsRecord({ MessageId: "m1", ReceiptHandle: "r", Body: "not json" }, setup.queueUrl!)] },
       context,
-    ).finally(() => write.mockRestore());
+    ).finally(() => {
+      out.mockRestore();
+      err.mockRestore();
+    });
     expect(response.batchItemFailures).toEqual([]);
     expect(lines.join("")).toMatch(/ERROR +malformed message dropped messageId=m1/);
     const api = (await import("../../functions/api/index.ts")).handler;

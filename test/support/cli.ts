@@ -3,6 +3,9 @@ import { promisify } from "node:util";
 
 const run = promisify(execFile);
 
+/** Generous: each run loads tsx and transpiles the CLI, slow on a loaded two-core machine. */
+const CLI_TIMEOUT_MS = 120_000;
+
 /** Runs the `hourglass` CLI as a child process against `base`; never throws, returns the exit code. */
 export function runCli(base: string, ...args: string[]) {
   return runCliWith({}, base, ...args);
@@ -12,7 +15,7 @@ export function runCli(base: string, ...args: string[]) {
 export async function runCliWith(env: Record<string, string>, base: string, ...args: string[]) {
   try {
     const { stdout, stderr } = await run("node", ["scripts/hourglass.mjs", "--url", base, ...args], {
-      timeout: 30_000,
+      timeout: CLI_TIMEOUT_MS,
       env: { ...process.env, ...env },
     });
     return { code: 0, stdout, stderr };
@@ -31,7 +34,7 @@ export async function runCliOnTerminal(env: Record<string, string>, base: string
     .map((a) => `'${a.replaceAll("'", "'\\''")}'`)
     .join(" ");
   const { stdout } = await run("script", ["-qec", quoted, "/dev/null"], {
-    timeout: 30_000,
+    timeout: CLI_TIMEOUT_MS,
     env: { ...process.env, ...env },
   });
   return stdout;
