@@ -32,7 +32,7 @@ function instant(value: string): string {
 
 /** What `--payload` holds, per built-in type; printed by `schedule --help` and when it is missing. */
 export const PAYLOAD_HELP = [
-  "the event's payload: JSON, or @file with JSON in it (examples/ has one per type).",
+  "the event's payload: JSON, or @file with JSON in it (see examples/webhook.json).",
   '  webhook: { "url": "https://…", "method"?: "POST", "headers"?: {…}, "body"?: any JSON }',
   "  your own types: whatever their handler's schema asks for (functions/handlers.ts)",
 ].join("\n");
@@ -237,8 +237,8 @@ function noAnswer(error: unknown): string | undefined {
 
 /**
  * Runs the CLI. Every failure a user can cause or meet is one short message on stderr (or the
- * problem as JSON with --json), never a stack: exit 1 for what the server or network said, 2 for
- * a command used wrongly.
+ * problem as JSON with --json), never a stack: exit 1 for what the server or network said (and,
+ * as commander does, for flags used wrongly), 2 for a value an action refuses.
  */
 export async function main(argv: string[]): Promise<void> {
   const cli = program();
