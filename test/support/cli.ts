@@ -33,9 +33,11 @@ export async function runCliOnTerminal(env: Record<string, string>, base: string
   const quoted = ["node", "scripts/hourglass.mjs", "--url", base, ...args]
     .map((a) => `'${a.replaceAll("'", "'\\''")}'`)
     .join(" ");
+  // A person's terminal: without CI, which makes cli-table3's colour library switch colour off.
+  const { CI: _ci, ...personal } = process.env;
   const { stdout } = await run("script", ["-qec", quoted, "/dev/null"], {
     timeout: CLI_TIMEOUT_MS,
-    env: { ...process.env, ...env },
+    env: { ...personal, ...env },
   });
   return stdout;
 }
