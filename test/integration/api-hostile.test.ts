@@ -92,3 +92,164 @@ describe("a body over the limit", () => {
     expect(health.status).toBe(200);
   }, 60_000);
 });
+
+/** One request as a tenant, read as JSON when it is JSON. */
+async function send(
+  auth: Record<string, string>,
+  method: string,
+  path: string,
+  body?: string,
+  headers: Record<string, string> = {},
+) {
+  const response = await fetch(`${served.api.base}${path}`, {
+    method,
+    headers: { ...(body !== undefined && { "content-type": "application/json" }), ...auth, ...headers },
+    body,
+  });
+  const text = await response.text();
+  let json: Record<string, unknown> | undefined;
+  try {
+    json = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, json };
+}
+
+const firstPath = (json: Record<string, unknown> | undefined) =>
+  (json?.errors as { path: string }[] | undefined)?.[0]?.path;
+
+const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`;
+
+describe("payload depth and size", () => {
+  it.each([
+    [
+      "an event with an id",
+      (deep: string) =>
+        `{"id":"deep-1","type":"test.record","payload":{"label":"x","deep":${deep}},"delaySeconds":60}`,
+    ],
+    [
+      "an event without an id",
+      (deep: string) => `{"type":"test.record","payload":{"deep":${deep}},"delaySeconds":60}`,
+    ],
+    [
+      "a webhook body",
+      (deep: string) =>
+        `{"type":"webhook","payload":{"url":"https://example.com/h","body":${deep}},"delaySeconds":60}`,
+    ],
+    [
+      "an item of a batch",
+      (deep: string) => `{"events":[{"type":"test.record","payload":{"deep":${deep}},"delaySeconds":60}]}`,
+    ],
+  ])("refuses a 20,000-deep payload in %s with 422 naming the field, not a 503", async (what, body) => {
+    const { auth } = asNewTenant();
+    const path = what === "an item of a batch" ? "/v1/events/batch" : "/v1/events";
+    const response = await send(auth, "POST", path, body(nested(20_000)));
+    expect(response.status).toBe(422);
+    expect(firstPath(response.json)).toMatch(/^(payload|events)/);
+    // Nothing was scheduled.
+    expect((await send(auth, "GET", "/v1/events")).json?.events).toEqual([]);
+  });
+
+  it("accepts a payload nested 50 levels deep", async () => {
+    const { auth } = asNewTenant();
+    const response = await send(
+      auth,
+      "POST",
+      "/v1/events",
+      `{"id":"deep-ok","type":"test.record","payload":{"deep":${nested(50)}},"delaySeconds":60}`,
+    );
+    expect(response.status).toBe(201);
+  });
+
+  it("refuses a payload over the journal's item limit with 413, not a 503, alone or in a batch", async () => {
+    const { auth } = asNewTenant();
+    // Inside the 1 MiB body limit, over what one DynamoDB item (400 KB) can carry.
+    const big = { type: "test.record", payload: { label: "é".repeat(300_000) }, delaySeconds: 60 };
+    const alone = await send(auth, "POST", "/v1/events", JSON.stringify({ ...big, id: "big-1" }));
+    expect(alone.status).toBe(413);
+    expect(firstPath(alone.json)).toBe("payload");
+    const batch = await send(
+      auth,
+      "POST",
+      "/v1/events/batch",
+      JSON.stringify({ events: [{ type: "test.record", payload: {}, delaySeconds: 60 }, big] }),
+    );
+    expect(batch.status).toBe(200);
+    const results = batch.json?.results as {
+      index: number;
+      status: number;
+      error?: { errors: { path: string }[] };
+    }[];
+    expect(results.map((r) => [r.index, r.status])).toEqual([
+      [0, 201],
+      [1, 413],
+    ]);
+    expect(results[1]?.error?.errors[0]?.path).toBe("events[1].payload");
+    expect((await send(auth, "GET", "/v1/events/big-1")).status).toBe(404);
+  });
+});
+
+describe("forged cursors and prototype keys", () => {
+  const forge = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  it.each([
+    ["a key of the wrong shape", forge({ pk: "x" })],
+    [
+      "another tenant's position",
+      forge({ pk: "someone-else#e1", tenant: "someone-else", ckey: "000001#e1" }),
+    ],
+    ["a key with a number where a string belongs", forge({ pk: 5, tenant: "t", ckey: 7 })],
+    ["a key with nested values", forge({ pk: { S: "x" }, tenant: { S: "t" }, ckey: { S: "c" } })],
+    ["an array", forge([1, 2])],
+    ["a huge key", forge({ pk: "p".repeat(1_400), tenant: "t", ckey: "c" })],
+  ])("answers %s as a cursor with 422 on every paged list", async (_, cursor) => {
+    const { auth } = asNewTenant();
+    for (const path of [
+      "/v1/events",
+      "/v1/events?status=dead",
+      "/v1/events?status=scheduled&type=test.record",
+      "/v1/dead-letters",
+      "/v1/stock/mug/ledger",
+    ]) {
+      const separator = path.includes("?") ? "&" : "?";
+      const response = await send(auth, "GET", `${path}${separator}cursor=${cursor}`);
+      expect(response.status, path).toBe(422);
+      expect(firstPath(response.json), path).toBe("cursor");
+    }
+  });
+
+  it("still pages with the cursors it hands out", async () => {
+    const { auth } = asNewTenant();
+    for (let i = 0; i < 3; i++) {
+      await send(
+        auth,
+        "POST",
+        "/v1/events",
+        JSON.stringify({ type: "test.record", payload: {}, delaySeconds: 600 }),
+      );
+      await send(auth, "POST", "/v1/stock/mug/receipts", JSON.stringify({ quantity: 1 }));
+    }
+    const first = await send(auth, "GET", "/v1/events?limit=2");
+    const second = await send(auth, "GET", `/v1/events?limit=2&cursor=${first.json?.cursor}`);
+    expect(second.status).toBe(200);
+    expect(second.json?.events).toHaveLength(1);
+    const ledger = await send(auth, "GET", "/v1/stock/mug/ledger?limit=2");
+    const rest = await send(auth, "GET", `/v1/stock/mug/ledger?limit=2&cursor=${ledger.json?.cursor}`);
+    expect(rest.status).toBe(200);
+    expect(rest.json?.entries).toHaveLength(1);
+  });
+
+  it.each(["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf", "__defineGetter__"])(
+    "answers paths ending in the prototype key %s with a 4xx, and /docs/assets/ with 404",
+    async (key) => {
+      for (const path of [`/docs/${key}`, `/docs/assets/${key}`, `/v1/leases/${key}`, `/v1/events/${key}`]) {
+        const response = await fetch(`${served.api.base}${path}`, { headers: asNewTenant().auth });
+        await response.arrayBuffer();
+        expect(response.status < 500, `${path} → ${response.status}`).toBe(true);
+      }
+      const docs = await fetch(`${served.api.base}/docs/assets/${key}`);
+      await docs.arrayBuffer();
+      expect(docs.status).toBe(404);
+    },
+  );
+});
