@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { recorder } from "../support/recorder.ts";
 import { useApiServer } from "../support/server.ts";
@@ -252,4 +253,188 @@ describe("forged cursors and prototype keys", () => {
       expect(docs.status).toBe(404);
     },
   );
+});
+
+describe("any request at all", () => {
+  const prototypeKeys = ["__proto__", "constructor", "prototype", "toString", "hasOwnProperty", "valueOf"];
+  const segment = fc.oneof(
+    fc.constantFrom(...prototypeKeys, "%", "%E0%A4%A", "..%2F..", "%00", "a%20b", "x".repeat(300), ""),
+    fc.string({ maxLength: 12 }).map(encodeURIComponent),
+    fc.stringMatching(/^[A-Za-z0-9._:-]{1,12}$/),
+  );
+  const route = fc.constantFrom(
+    "/v1/events",
+    "/v1/events/{}",
+    "/v1/events/batch",
+    "/v1/dead-letters",
+    "/v1/dead-letters/{}/replay",
+    "/v1/stats",
+    "/v1/leases/{}/acquire",
+    "/v1/leases/{}/renew",
+    "/v1/leases/{}/release",
+    "/v1/leases/{}",
+    "/v1/stock/{}/receipts",
+    "/v1/stock/{}",
+    "/v1/stock/{}/ledger",
+    "/v1/stock/{}/reconcile",
+    "/v1/reservations",
+    "/v1/reservations/{}",
+    "/v1/reservations/{}/confirm",
+    "/v1/reservations/{}/cancel",
+    "/v1/{}",
+    "/docs/{}",
+    "/docs/assets/{}",
+    "/openapi.json",
+    "/{}",
+  );
+  const hostileValue = fc.oneof(
+    fc.jsonValue({ maxDepth: 3 }),
+    fc.constantFrom(
+      -1,
+      0,
+      1.5,
+      1e308,
+      -1e308,
+      2 ** 53 + 1,
+      "",
+      "1969-12-31T23:59:59Z",
+      "2000-01-01T00:00:00Z",
+      "9999-12-31T23:59:59Z",
+      "\ud800",
+      "x".repeat(5_000),
+      "webhook",
+      "test.record",
+      "reservation.expire",
+    ),
+    fc.integer({ min: -10, max: 4_000_000 }),
+  );
+  const fields = [
+    "type",
+    "payload",
+    "runAt",
+    "delaySeconds",
+    "id",
+    "maxAttempts",
+    "backoff",
+    "events",
+  ] as const;
+  const more = [
+    "items",
+    "holdSeconds",
+    "quantity",
+    "owner",
+    "ttlSeconds",
+    "token",
+    "sku",
+    "__proto__",
+  ] as const;
+  const bodyObject = fc.dictionary(fc.constantFrom(...fields, ...more), hostileValue, { maxKeys: 5 });
+  const body = fc.oneof(
+    bodyObject.map((o) => JSON.stringify(o)),
+    fc
+      .record({
+        items: fc.array(fc.record({ sku: hostileValue, quantity: hostileValue }), { maxLength: 3 }),
+        holdSeconds: hostileValue,
+      })
+      .map((o) => JSON.stringify(o)),
+    fc.record({ events: fc.array(bodyObject, { maxLength: 4 }) }).map((o) => JSON.stringify(o)),
+    fc.json({ maxDepth: 4 }),
+    fc.constantFrom(
+      "",
+      "{",
+      "[",
+      "null",
+      "[]",
+      '"\ud800"',
+      '{"__proto__":{"polluted":1}}',
+      "\u0000",
+      `{"a":${"[".repeat(200)}`,
+    ),
+    fc
+      .constantFrom(60, 65, 2_000, 20_000)
+      .map((d) => `{"type":"test.record","payload":${nested(d)},"delaySeconds":5}`),
+  );
+  const forgedCursor = fc
+    .jsonValue({ maxDepth: 2 })
+    .map((v) => Buffer.from(JSON.stringify(v)).toString("base64url"));
+  const query = fc.array(
+    fc.tuple(
+      fc.constantFrom("limit", "cursor", "status", "type", "count", "x"),
+      fc.oneof(
+        forgedCursor,
+        fc.constantFrom("1e400", "-1", "NaN", "0", "101", "dead", "scheduled", "%"),
+        fc.string({ maxLength: 10 }).map(encodeURIComponent),
+      ),
+    ),
+    { maxLength: 3 },
+  );
+  const request = fc.record({
+    method: fc.oneof(
+      { weight: 3, arbitrary: fc.constant("GET") },
+      { weight: 3, arbitrary: fc.constant("POST") },
+      { weight: 1, arbitrary: fc.constantFrom("PUT", "PATCH", "DELETE", "HEAD", "OPTIONS") },
+    ),
+    route,
+    segment,
+    query,
+    body,
+    // Mostly well-formed envelopes, so most requests reach the routes and the services behind them.
+    contentType: fc.oneof(
+      { weight: 6, arbitrary: fc.constant("application/json") },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(
+          "application/json; charset=utf-16",
+          "application/problem+json",
+          "text/plain",
+          "multipart/form-data; boundary=x",
+          "",
+        ),
+      },
+    ),
+    auth: fc.oneof(
+      { weight: 6, arbitrary: fc.constant("mine") },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom("none", "Bearer", "Bearer wrong-token-of-16-chars", "Basic eDp5"),
+      },
+    ),
+  });
+
+  it("never answers 5xx to random hostile paths, queries, headers and bodies", async () => {
+    const { auth } = asNewTenant();
+    const statuses = new Map<number, number>();
+    await fc.assert(
+      fc.asyncProperty(request, async (r) => {
+        const path = r.route.replace("{}", r.segment);
+        const search = r.query.map(([k, v]) => `${k}=${v}`).join("&");
+        const headers: Record<string, string> = {};
+        if (r.contentType) headers["content-type"] = r.contentType;
+        if (r.auth === "mine") Object.assign(headers, auth);
+        else if (r.auth !== "none") headers.authorization = r.auth;
+        const withBody = r.method !== "GET" && r.method !== "HEAD";
+        let status: number;
+        try {
+          const response = await fetch(`${served.api.base}${path}${search ? `?${search}` : ""}`, {
+            method: r.method,
+            headers,
+            body: withBody ? r.body : undefined,
+          });
+          await response.arrayBuffer();
+          status = response.status;
+        } catch (error) {
+          // A URL fetch itself refuses never reaches the server; anything else is a failure.
+          if (error instanceof TypeError && !(error as Error & { cause?: unknown }).cause) return;
+          throw error;
+        }
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+        expect(status, `${r.method} ${path}?${search} ${withBody ? r.body.slice(0, 200) : ""}`).toBeLessThan(
+          500,
+        );
+      }),
+      { numRuns: 400, endOnFailure: true },
+    );
+    // The run reached the routes, not only the router's 404 and the 401 of a missing token.
+    expect([...statuses.keys()].filter((s) => s !== 404 && s !== 401).length).toBeGreaterThan(3);
+  }, 120_000);
 });
