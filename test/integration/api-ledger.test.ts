@@ -121,5 +121,6 @@ describe("the CLI for stock, holds and leases", () => {
     expect(grant.token).toBe(1);
     const released = await cli("lease", "release", "cron", "--owner", "me", "--lease-token", "1");
     expect(released.stdout, released.stderr).toContain("released");
-  });
+    // Seven CLI processes, each starting Node and tsx: about 20 s alone, over 60 s on a busy machine.
+  }, 120_000);
 });
