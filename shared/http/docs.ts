@@ -49,7 +49,9 @@ export function mountDocs(app: OpenAPIHono<TenantEnv>): void {
   if (!local) return;
   app.get("/docs/assets/:file", async (c) => {
     const file = c.req.param("file") as keyof typeof ASSETS;
-    if (!(file in ASSETS)) return c.notFound();
+    // Own keys only: `in` also finds `__proto__`, `constructor` and the rest of Object.prototype,
+    // and reading those files failed as a 503.
+    if (!Object.hasOwn(ASSETS, file)) return c.notFound();
     const content = await readFile(join(local, file));
     return c.body(content, 200, { "content-type": ASSETS[file], "cache-control": "public, max-age=86400" });
   });

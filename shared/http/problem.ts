@@ -16,6 +16,7 @@ import {
   ReservationNotFoundError,
   ReservationStateError,
 } from "../ledger/errors.ts";
+import { PayloadTooLargeError } from "./errors.ts";
 import { serializeEvent } from "./serialize.ts";
 
 /** An RFC 9457 problem document. */
@@ -53,6 +54,12 @@ export function problemFor(error: unknown): Problem {
           detail: error.message,
           errors: [...error.issues],
         });
+  }
+  if (error instanceof PayloadTooLargeError) {
+    return problem("too-large", "A field is too large", 413, {
+      detail: error.message,
+      errors: [...error.issues],
+    });
   }
   if (error instanceof InvalidCursorError) {
     return problem("validation", "The request breaks a rule", 422, {

@@ -1,5 +1,6 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { EventService } from "../../events/service.ts";
+import { checkEventCursor } from "../cursors.ts";
 import type { HealthReport } from "../health.ts";
 import { Event, EventPage, Health, IdParam, json, PageQuery, problems, Stats } from "../schemas.ts";
 import { serializeEvent } from "../serialize.ts";
@@ -46,6 +47,7 @@ export const healthRoute = createRoute({
 export function mountOperationRoutes(app: OpenAPIHono<TenantEnv>, events: EventService): void {
   app.openapi(deadLettersRoute, async (c) => {
     const { limit, cursor } = c.req.valid("query");
+    checkEventCursor(c.get("tenant"), cursor, true);
     const page = await events.deadLetters(c.get("tenant"), limit, cursor);
     return c.json(
       { events: page.events.map(serializeEvent), ...(page.cursor && { cursor: page.cursor }) },
