@@ -135,6 +135,11 @@ export interface HourglassConfig {
   readonly journal: boolean;
   readonly webhook: {
     readonly allowPrivate: boolean;
+    /** Loopback targets: only locally, and only with private targets allowed (never on AWS). */
+    readonly allowLoopback: boolean;
+    /** Ports no webhook may call: the embedded stack's own services and the API (local mode). */
+    readonly refusedPorts: ReadonlySet<number>;
+    /** The deployment's master secret, from which each tenant's signing secret is derived. */
     readonly secret: string | undefined;
     readonly timeoutMs: number;
   };
@@ -170,6 +175,10 @@ export function loadConfig(
   const e = parsed.data;
   const mode: Mode = e.HOURGLASS_MODE ?? (env.AWS_LAMBDA_FUNCTION_NAME ? "aws" : "local");
   const defaults = modeDefaults[mode];
+  // Tokens mean several tenants share this process, and the embedded stack behind it has no
+  // authentication of its own: private targets are then off unless asked for explicitly.
+  const allowPrivate =
+    e.HOURGLASS_WEBHOOK_ALLOW_PRIVATE ?? (defaults.allowPrivate && !e.HOURGLASS_API_TOKENS);
   if (mode === "aws" && !e.HOURGLASS_WEBHOOK_SECRET && !e.HOURGLASS_SECRET_ARNS) {
     throw new ConfigError(
       "HOURGLASS_WEBHOOK_SECRET",
@@ -211,7 +220,10 @@ export function loadConfig(
     },
     journal: e.HOURGLASS_JOURNAL,
     webhook: {
-      allowPrivate: e.HOURGLASS_WEBHOOK_ALLOW_PRIVATE ?? defaults.allowPrivate,
+      allowPrivate,
+      allowLoopback: allowPrivate && mode === "local",
+      refusedPorts:
+        mode === "local" ? localServicePorts(merged, e.HOURGLASS_REDIS_URL, e.PORT) : new Set<number>(),
       secret: e.HOURGLASS_WEBHOOK_SECRET ?? (mode === "local" ? LOCAL_WEBHOOK_SECRET : undefined),
       timeoutMs: e.HOURGLASS_WEBHOOK_TIMEOUT_MS,
     },
@@ -227,4 +239,34 @@ export function loadConfig(
     logLevel: e.LOG_LEVEL,
     port: e.PORT,
   };
+}
+
+/**
+ * The ports of the embedded stack (Redis and its cluster bus, DynamoDB Local, the SQS emulator)
+ * and of the API itself, read from the same variables the clients use, with the embedded
+ * defaults when they are unset.
+ */
+function localServicePorts(
+  env: Record<string, string | undefined>,
+  redisUrl: string,
+  apiPort: number,
+): ReadonlySet<number> {
+  const portOf = (url: string | undefined, fallback: number) => {
+    if (!url) return fallback;
+    try {
+      const parsed = new URL(url);
+      return Number(parsed.port || (parsed.protocol === "https:" ? 443 : 80));
+    } catch {
+      return fallback;
+    }
+  };
+  const redis = portOf(redisUrl, 6379);
+  const ports = [
+    redis,
+    redis + 10_000,
+    portOf(env.AWS_ENDPOINT_URL_DYNAMODB ?? env.AWS_ENDPOINT_URL, 8000),
+    portOf(env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL, 4566),
+  ];
+  if (apiPort > 0) ports.push(apiPort);
+  return new Set(ports);
 }

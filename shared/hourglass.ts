@@ -13,6 +13,7 @@ import { Worker, type WorkerHooks } from "./events/worker.ts";
 import { lambdaTarget } from "./handlers/lambda-target.ts";
 import type { HandlerDefinition } from "./handlers/registry.ts";
 import { HandlerRegistry } from "./handlers/registry.ts";
+import { DynamoSigningStateStore, WebhookSigning } from "./handlers/signing.ts";
 import { webhookHandler } from "./handlers/webhook.ts";
 import { EventJournal } from "./journal/journal.ts";
 import { LeaseService } from "./leases/lease-service.ts";
@@ -53,6 +54,8 @@ export interface Hourglass {
   readonly leases: LeaseService | undefined;
   readonly ledger: StockLedger | undefined;
   readonly registry: HandlerRegistry;
+  /** Each tenant's webhook signing secrets, derived from the master secret. */
+  readonly signing: WebhookSigning;
   readonly events: EventService;
   readonly dispatcher: Dispatcher;
   readonly worker: Worker;
@@ -83,10 +86,19 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
   const transport = options.transport
     ? options.transport({ sqs, queueUrl })
     : new SqsTransport(sqs, queueUrl!);
+  const signing = new WebhookSigning(
+    config.webhook.secret,
+    config.journal ? new DynamoSigningStateStore(dynamo, config.tables.leases) : undefined,
+    options.clock ?? Date.now,
+  );
   const registry = new HandlerRegistry([
     webhookHandler({
-      secret: config.webhook.secret,
-      allowPrivate: config.webhook.allowPrivate,
+      signing,
+      policy: {
+        allowPrivate: config.webhook.allowPrivate,
+        allowLoopback: config.webhook.allowLoopback,
+        refusedPorts: config.webhook.refusedPorts,
+      },
       timeoutMs: config.webhook.timeoutMs,
     }),
     reservationExpiryHandler(() => ledger!),
@@ -126,6 +138,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     index,
     journal,
     registry,
+    signing,
     leases,
     ledger,
     events,

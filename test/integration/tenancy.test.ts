@@ -73,6 +73,50 @@ describe("tenancy", () => {
   });
 });
 
+describe("webhook signing secrets (issue 9)", () => {
+  it("gives each tenant its own whsec_ secret, and only its own", async () => {
+    const acme = await served.api.call("GET", "/v1/webhook-secret", undefined, as("acme"));
+    const globex = await served.api.call("GET", "/v1/webhook-secret", undefined, as("globex"));
+    expect(acme.status).toBe(200);
+    expect(acme.json.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(globex.json.secret).toMatch(/^whsec_/);
+    expect(globex.json.secret).not.toBe(acme.json.secret);
+    expect((await served.api.call("GET", "/v1/webhook-secret")).status).toBe(401);
+  });
+
+  it("rotates with an overlap in which the previous secret is still handed out and signs", async () => {
+    const before = await served.api.call("GET", "/v1/webhook-secret", undefined, as("acme"));
+    const rotated = await served.api.call(
+      "POST",
+      "/v1/webhook-secret/rotate",
+      { overlapSeconds: 3600 },
+      as("acme"),
+    );
+    expect(rotated.status).toBe(200);
+    expect(rotated.json.generation).toBe(before.json.generation + 1);
+    expect(rotated.json.secret).not.toBe(before.json.secret);
+    expect(rotated.json.previous.secret).toBe(before.json.secret);
+    expect(Date.parse(rotated.json.previous.expiresAt) - Date.now()).toBeGreaterThan(3_500_000);
+    // Read back from DynamoDB, as another process (the worker) would.
+    const after = await served.api.call("GET", "/v1/webhook-secret", undefined, as("acme"));
+    expect(after.json.secret).toBe(rotated.json.secret);
+    const signing = await served.hg.signing.signingSecretsFor("acme");
+    expect(signing.current).toBe(rotated.json.secret);
+    expect(signing.previous?.secret).toBe(before.json.secret);
+    // The other tenant's secret did not move.
+    const globex = await served.api.call("GET", "/v1/webhook-secret", undefined, as("globex"));
+    expect(globex.json.generation).toBe(0);
+    // A rotation without a body takes the default overlap; a too-short one is refused.
+    expect((await served.api.call("POST", "/v1/webhook-secret/rotate", undefined, as("globex"))).status).toBe(
+      200,
+    );
+    expect(
+      (await served.api.call("POST", "/v1/webhook-secret/rotate", { overlapSeconds: 1 }, as("globex")))
+        .status,
+    ).toBe(422);
+  });
+});
+
 describe("bad input never produces a 5xx and changes nothing", () => {
   it("holds for random JSON thrown at every write route", async () => {
     const routes: [string, string][] = [
