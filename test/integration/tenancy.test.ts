@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { memberOf, shardKeys, shardOf } from "../../shared/engine/keys.ts";
 import { recorder } from "../support/recorder.ts";
 import { useApiServer } from "../support/server.ts";
 
@@ -70,6 +71,29 @@ describe("tenancy", () => {
     expect((await served.api.call("GET", "/v1/stats", undefined, as("acme"))).json.byStatus.scheduled).toBe(
       1,
     );
+  });
+});
+
+describe("stats are the caller's own (issue 9)", () => {
+  it("reports another tenant's overdue backlog to nobody else", async () => {
+    const overdue = await served.api.call(
+      "POST",
+      "/v1/events",
+      { id: "late-one", type: "test.record", payload: {}, delaySeconds: 600 },
+      as("acme"),
+    );
+    expect(overdue.status).toBe(201);
+    // No dispatcher runs in this file: move the event's due time a minute into the past, as a
+    // stalled dispatcher would leave it.
+    const { config, redis } = served.hg;
+    const member = memberOf("acme", "late-one");
+    const due = shardKeys(config.keyPrefix, shardOf(member, config.shards)).due;
+    expect(await redis.zadd(due, "XX", "CH", Date.now() - 60_000, member)).toBe(1);
+    const mine = await served.api.call("GET", "/v1/stats", undefined, as("acme"));
+    expect(mine.json.oldestOverdueMs).toBeGreaterThanOrEqual(59_000);
+    const theirs = await served.api.call("GET", "/v1/stats", undefined, as("globex"));
+    expect(theirs.json.oldestOverdueMs).toBe(0);
+    await served.api.call("DELETE", "/v1/events/late-one", undefined, as("acme"));
   });
 });
 
