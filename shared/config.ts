@@ -105,6 +105,7 @@ const schema = z.object({
       "tenant:token pairs separated by commas; tokens of 16 characters or more",
     )
     .optional(),
+  HOURGLASS_ALLOW_FEDERATED_USERS: bool.default(false),
   HOURGLASS_MAX_BODY_BYTES: int(1_024, 10_485_760).default(1_048_576),
   LOG_LEVEL: z.enum(["DEBUG", "INFO", "WARN", "ERROR", "SILENT"]).default("INFO"),
   PORT: int(0, 65_535).default(3000),
@@ -147,6 +148,11 @@ export interface HourglassConfig {
   readonly lambdaTargets: Readonly<Record<string, string>>;
   /** Bearer token → tenant. Empty: no tokens required (one default tenant, or IAM on AWS). */
   readonly apiTokens: ReadonlyMap<string, string>;
+  /**
+   * On AWS, accept `federated-user/…` callers (GetFederationToken sessions). Off by default: the
+   * session name is chosen by whoever holds the calling user's keys, so it proves less than a role.
+   */
+  readonly allowFederatedUsers: boolean;
   readonly maxBodyBytes: number;
   /** Secrets Manager secrets holding the Redis AUTH token and the webhook secret (AWS). */
   readonly secretArns: readonly string[];
@@ -234,6 +240,7 @@ export function loadConfig(
         return [token, tenant];
       }),
     ),
+    allowFederatedUsers: e.HOURGLASS_ALLOW_FEDERATED_USERS,
     maxBodyBytes: e.HOURGLASS_MAX_BODY_BYTES,
     secretArns: e.HOURGLASS_SECRET_ARNS?.split(",") ?? [],
     logLevel: e.LOG_LEVEL,
