@@ -17,7 +17,7 @@ import { mountLeaseRoutes } from "./routes/leases.ts";
 import { mountHealthRoute, mountOperationRoutes } from "./routes/operations.ts";
 import { mountStockRoutes } from "./routes/stock.ts";
 import { mountWebhookSecretRoutes } from "./routes/webhook-secret.ts";
-import { type TenantEnv, tenancy } from "./tenancy.ts";
+import { identifier, type TenantEnv, tenancy } from "./tenancy.ts";
 
 export const API_INFO = {
   openapi: "3.1.0",
@@ -77,7 +77,8 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   });
 
   registerSecuritySchemes(app);
-  mountHealthRoute(app, deps.health);
+  const identify = identifier(deps.config);
+  mountHealthRoute(app, deps.health, (c) => "tenant" in identify(c), deps.logger);
   app.get("/openapi.json", (c) => c.json(openApiDocument(app)));
   mountDocs(app);
   app.use("/v1/*", ...jsonBodies(deps.config.maxBodyBytes), tenancy(deps.config));

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { HourglassConfig } from "../config.ts";
-import { problem, sendProblem } from "./problem.ts";
+import { type Problem, problem, sendProblem } from "./problem.ts";
 
 export const DEFAULT_TENANT = "default";
 
@@ -20,8 +20,28 @@ interface LambdaRequestContext {
  * - Otherwise (local, no configuration): one default tenant.
  */
 export function tenancy(config: HourglassConfig): MiddlewareHandler<TenantEnv> {
-  const tokens = [...config.apiTokens].map(([token, tenant]) => ({ digest: sha256(token), tenant }));
+  const identify = identifier(config);
   return async (c, next) => {
+    const caller = identify(c);
+    if ("problem" in caller) {
+      if (caller.problem.status === 401 && config.apiTokens.size > 0)
+        c.header("www-authenticate", 'Bearer realm="hourglass"');
+      return sendProblem(c, caller.problem);
+    }
+    c.set("tenant", caller.tenant);
+    return next();
+  };
+}
+
+export type Caller = { readonly tenant: string } | { readonly problem: Problem };
+
+/**
+ * Who is calling, without answering: the tenancy middleware refuses on a problem, `/health` (which
+ * sits outside it) only decides how much to say.
+ */
+export function identifier(config: HourglassConfig): (c: Context) => Caller {
+  const tokens = [...config.apiTokens].map(([token, tenant]) => ({ digest: sha256(token), tenant }));
+  return (c) => {
     if (tokens.length > 0) {
       const header = c.req.header("authorization") ?? "";
       const presented = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
@@ -30,33 +50,28 @@ export function tenancy(config: HourglassConfig): MiddlewareHandler<TenantEnv> {
       let tenant: string | undefined;
       for (const candidate of tokens)
         if (timingSafeEqual(candidate.digest, digest) && presented) tenant = candidate.tenant;
-      if (!tenant) {
-        c.header("www-authenticate", 'Bearer realm="hourglass"');
-        return sendProblem(c, problem("unauthorized", "A valid bearer token is required", 401));
-      }
-      c.set("tenant", tenant);
-      return next();
+      return tenant
+        ? { tenant }
+        : { problem: problem("unauthorized", "A valid bearer token is required", 401) };
     }
     const context = (c.env as { event?: { requestContext?: LambdaRequestContext } } | undefined)?.event
       ?.requestContext;
     const arn = context?.identity?.userArn;
     if (arn) {
       const principal = principalOf(arn);
-      if (!principal) return sendProblem(c, problem("unauthorized", "Unrecognised caller identity", 401));
+      if (!principal) return { problem: problem("unauthorized", "Unrecognised caller identity", 401) };
       if (principal.kind === "fed" && !config.allowFederatedUsers) {
-        return sendProblem(
-          c,
-          problem("forbidden", "Federated-user sessions are not accepted", 403, {
+        return {
+          problem: problem("forbidden", "Federated-user sessions are not accepted", 403, {
             detail:
               "GetFederationToken sessions share their caller's identity; use a role, or set HOURGLASS_ALLOW_FEDERATED_USERS",
           }),
-        );
+        };
       }
-      c.set("tenant", tenantOf(principal));
-    } else if (config.mode === "aws")
-      return sendProblem(c, problem("unauthorized", "No caller identity", 401));
-    else c.set("tenant", DEFAULT_TENANT);
-    return next();
+      return { tenant: tenantOf(principal) };
+    }
+    if (config.mode === "aws") return { problem: problem("unauthorized", "No caller identity", 401) };
+    return { tenant: DEFAULT_TENANT };
   };
 }
 
