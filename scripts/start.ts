@@ -4,6 +4,7 @@ import { createDynamoClient, createSqsClient } from "../shared/aws.ts";
 import { loadConfig } from "../shared/config.ts";
 import { createHourglass } from "../shared/hourglass.ts";
 import { apiDeps, createApp } from "../shared/http/app.ts";
+import { accessNotice } from "../shared/http/local-guard.ts";
 import { provision } from "../shared/local/provision.ts";
 import { startRuntime } from "../shared/local/runtime.ts";
 import { startLocalStack, useLocalEndpoints } from "../shared/local/stack.ts";
@@ -37,6 +38,7 @@ hourglass.logger.info(`Hourglass is running at http://127.0.0.1:${config.port}`,
   tickMs: config.tickMs,
   lookAheadMs: config.lookAheadMs,
 });
+hourglass.logger.warn(accessNotice(config));
 
 let stopping = false;
 const shutdown = async (signal: string) => {

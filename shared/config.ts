@@ -106,6 +106,10 @@ const schema = z.object({
     )
     .optional(),
   HOURGLASS_ALLOW_FEDERATED_USERS: bool.default(false),
+  HOURGLASS_ALLOWED_HOSTS: z
+    .string()
+    .regex(/^[A-Za-z0-9.-]+(,[A-Za-z0-9.-]+)*$/, "host names separated by commas")
+    .optional(),
   HOURGLASS_MAX_BODY_BYTES: int(1_024, 10_485_760).default(1_048_576),
   LOG_LEVEL: z.enum(["DEBUG", "INFO", "WARN", "ERROR", "SILENT"]).default("INFO"),
   PORT: int(0, 65_535).default(3000),
@@ -153,6 +157,8 @@ export interface HourglassConfig {
    * session name is chosen by whoever holds the calling user's keys, so it proves less than a role.
    */
   readonly allowFederatedUsers: boolean;
+  /** Host names the local API answers besides loopback ones (DNS-rebinding guard). */
+  readonly allowedHosts: readonly string[];
   readonly maxBodyBytes: number;
   /** Secrets Manager secrets holding the Redis AUTH token and the webhook secret (AWS). */
   readonly secretArns: readonly string[];
@@ -241,6 +247,7 @@ export function loadConfig(
       }),
     ),
     allowFederatedUsers: e.HOURGLASS_ALLOW_FEDERATED_USERS,
+    allowedHosts: e.HOURGLASS_ALLOWED_HOSTS?.split(",") ?? [],
     maxBodyBytes: e.HOURGLASS_MAX_BODY_BYTES,
     secretArns: e.HOURGLASS_SECRET_ARNS?.split(",") ?? [],
     logLevel: e.LOG_LEVEL,

@@ -11,6 +11,7 @@ import type { Logger } from "../logger.ts";
 import { jsonBodies } from "./body.ts";
 import { mountDocs } from "./docs.ts";
 import { checkHealth, type HealthReport } from "./health.ts";
+import { localRequestGuard } from "./local-guard.ts";
 import { problem, problemFor, sendProblem } from "./problem.ts";
 import { mountEventRoutes } from "./routes/events.ts";
 import { mountLeaseRoutes } from "./routes/leases.ts";
@@ -77,6 +78,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   });
 
   registerSecuritySchemes(app);
+  if (deps.config.mode === "local") app.use("*", localRequestGuard(deps.config.allowedHosts));
   const identify = identifier(deps.config);
   mountHealthRoute(app, deps.health, (c) => "tenant" in identify(c), deps.logger);
   app.get("/openapi.json", (c) => c.json(openApiDocument(app)));
