@@ -191,12 +191,9 @@ export function loadConfig(
   // authentication of its own: private targets are then off unless asked for explicitly.
   const allowPrivate =
     e.HOURGLASS_WEBHOOK_ALLOW_PRIVATE ?? (defaults.allowPrivate && !e.HOURGLASS_API_TOKENS);
-  if (mode === "aws" && !e.HOURGLASS_WEBHOOK_SECRET && !e.HOURGLASS_SECRET_ARNS) {
-    throw new ConfigError(
-      "HOURGLASS_WEBHOOK_SECRET",
-      "required in aws mode (16 characters or more), or HOURGLASS_SECRET_ARNS",
-    );
-  }
+  // On AWS the master webhook secret is required only where webhooks are signed or the secret is
+  // handed out (the worker and the API); the dispatcher is deliberately not given it. So a missing
+  // secret fails where it is used (WebhookSigning), naming HOURGLASS_WEBHOOK_SECRET, not here.
   if (e.HOURGLASS_BACKOFF_MAX_MS < e.HOURGLASS_BACKOFF_BASE_MS) {
     throw new ConfigError("HOURGLASS_BACKOFF_MAX_MS", "must be at least HOURGLASS_BACKOFF_BASE_MS");
   }

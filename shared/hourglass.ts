@@ -2,7 +2,7 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { LambdaClient } from "@aws-sdk/client-lambda";
 import { GetQueueUrlCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { createDynamoClient, createSqsClient } from "./aws.ts";
-import { ConfigError, type HourglassConfig, loadConfig } from "./config.ts";
+import { type HourglassConfig, loadConfig } from "./config.ts";
 import { createRedis } from "./engine/redis.ts";
 import { RedisIndex } from "./engine/redis-index.ts";
 import type { RedisClient } from "./engine/scripts.ts";
@@ -70,8 +70,6 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     redis: { ...loaded.redis, url: withAuthToken(loaded.redis.url, secrets.redisAuthToken) },
     webhook: { ...loaded.webhook, secret: loaded.webhook.secret ?? secrets.webhookSecret },
   };
-  if (!config.webhook.secret)
-    throw new ConfigError("HOURGLASS_WEBHOOK_SECRET", "no webhook signing secret configured");
   const inLambda = Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME);
   const logger = options.logger ?? createLogger(options.service ?? "hourglass", config.logLevel, inLambda);
   const redis = createRedis(config.redis.url, config.redis.cluster);

@@ -2,6 +2,7 @@ import { hkdfSync } from "node:crypto";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { Webhook } from "standardwebhooks";
+import { ConfigError } from "../config.ts";
 import { JournalRequiredError } from "../events/errors.ts";
 
 /**
@@ -141,11 +142,21 @@ export class WebhookSigning {
   private readonly cache = new Map<string, { state: SigningState; until: number }>();
 
   constructor(
-    private readonly master: string,
+    private readonly masterSecret: string | undefined,
     private readonly store: SigningStateStore | undefined,
     private readonly clock: () => number = Date.now,
     private readonly cacheMs = 30_000,
   ) {}
+
+  /** Fails, naming the variable, in a process that was given no master secret. */
+  private get master(): string {
+    if (!this.masterSecret)
+      throw new ConfigError(
+        "HOURGLASS_WEBHOOK_SECRET",
+        "this process has no webhook signing secret (set it, or name its secret in HOURGLASS_SECRET_ARNS)",
+      );
+    return this.masterSecret;
+  }
 
   /** The caller's secrets, read fresh (for the API). */
   async secretsFor(tenant: string): Promise<TenantSecrets> {

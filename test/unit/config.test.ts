@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../shared/config.ts";
+import { WebhookSigning } from "../../shared/handlers/signing.ts";
 
 describe("loadConfig", () => {
   it("gives local defaults: a one-second tick, a five-second look-ahead, private webhooks allowed", () => {
@@ -22,12 +23,15 @@ describe("loadConfig", () => {
     expect(config.webhook.allowPrivate).toBe(false);
   });
 
-  it("names the variable that is wrong", () => {
+  it("names the variable that is wrong", async () => {
     expect(() => loadConfig({ HOURGLASS_SHARDS: "zero" })).toThrow(/HOURGLASS_SHARDS/);
     expect(() => loadConfig({ HOURGLASS_REDIS_URL: "not a url" })).toThrow(/HOURGLASS_REDIS_URL/);
     expect(() => loadConfig({ HOURGLASS_LOOKAHEAD_SECONDS: "901" })).toThrow(/HOURGLASS_LOOKAHEAD_SECONDS/);
-    expect(() => loadConfig({ HOURGLASS_MODE: "aws" })).toThrow(ConfigError);
-    expect(() => loadConfig({ HOURGLASS_MODE: "aws" })).toThrow(/HOURGLASS_WEBHOOK_SECRET/);
+    // The dispatcher runs without the webhook secret; signing without it fails naming the variable.
+    expect(loadConfig({ HOURGLASS_MODE: "aws" }).webhook.secret).toBeUndefined();
+    const unsigned = new WebhookSigning(undefined, undefined);
+    await expect(unsigned.secretsFor("t")).rejects.toThrow(ConfigError);
+    await expect(unsigned.signingSecretsFor("t")).rejects.toThrow(/HOURGLASS_WEBHOOK_SECRET/);
     expect(() => loadConfig({ HOURGLASS_API_TOKENS: "acme:short" })).toThrow(/HOURGLASS_API_TOKENS/);
   });
 
