@@ -18,6 +18,8 @@ export function localRequestGuard(allowedHosts: readonly string[]): MiddlewareHa
     return name !== undefined && (isLoopbackName(name) || extra.has(name));
   };
   return async (c, next) => {
+    // Behind API Gateway (a Lambda proxy event), IAM authorizes every call: nothing to guard.
+    if ((c.env as { event?: { requestContext?: unknown } } | undefined)?.event?.requestContext) return next();
     const host = c.req.header("host") ?? new URL(c.req.url).host;
     if (!allowed(host)) {
       return sendProblem(
