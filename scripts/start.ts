@@ -5,6 +5,7 @@ import { createDynamoClient, createSqsClient } from "../shared/aws.ts";
 import { ConfigError, type HourglassConfig, loadConfig } from "../shared/config.ts";
 import { createHourglass, type Hourglass } from "../shared/hourglass.ts";
 import { apiDeps, createApp } from "../shared/http/app.ts";
+import { accessNotice } from "../shared/http/local-guard.ts";
 import { LocalStackError } from "../shared/local/errors.ts";
 import { provision } from "../shared/local/provision.ts";
 import { type Runtime, startRuntime } from "../shared/local/runtime.ts";
@@ -98,6 +99,7 @@ try {
     tickMs: config.tickMs,
     lookAheadMs: config.lookAheadMs,
   });
+  hourglass.logger.warn(accessNotice(config));
 } catch (error) {
   // One line that says what failed, not a stack: the causes here are the machine's (a missing
   // package, a port taken, a service that did not come up), and the message names the fix.

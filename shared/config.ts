@@ -129,6 +129,11 @@ const schema = z.object({
       "tenant:token pairs separated by commas; tokens of 16 characters or more",
     )
     .optional(),
+  HOURGLASS_ALLOW_FEDERATED_USERS: bool.default(false),
+  HOURGLASS_ALLOWED_HOSTS: z
+    .string()
+    .regex(/^[A-Za-z0-9.-]+(,[A-Za-z0-9.-]+)*$/, "host names separated by commas")
+    .optional(),
   HOURGLASS_MAX_BODY_BYTES: int(1_024, 10_485_760).default(1_048_576),
   LOG_LEVEL: z.enum(["DEBUG", "INFO", "WARN", "ERROR", "SILENT"]).default("INFO"),
   PORT: port.default(3000),
@@ -159,6 +164,11 @@ export interface HourglassConfig {
   readonly journal: boolean;
   readonly webhook: {
     readonly allowPrivate: boolean;
+    /** Loopback targets: only locally, and only with private targets allowed (never on AWS). */
+    readonly allowLoopback: boolean;
+    /** Ports no webhook may call: the embedded stack's own services and the API (local mode). */
+    readonly refusedPorts: ReadonlySet<number>;
+    /** The deployment's master secret, from which each tenant's signing secret is derived. */
     readonly secret: string | undefined;
     readonly timeoutMs: number;
   };
@@ -166,6 +176,13 @@ export interface HourglassConfig {
   readonly lambdaTargets: Readonly<Record<string, string>>;
   /** Bearer token → tenant. Empty: no tokens required (one default tenant, or IAM on AWS). */
   readonly apiTokens: ReadonlyMap<string, string>;
+  /**
+   * On AWS, accept `federated-user/…` callers (GetFederationToken sessions). Off by default: the
+   * session name is chosen by whoever holds the calling user's keys, so it proves less than a role.
+   */
+  readonly allowFederatedUsers: boolean;
+  /** Host names the local API answers besides loopback ones (DNS-rebinding guard). */
+  readonly allowedHosts: readonly string[];
   readonly maxBodyBytes: number;
   /** Secrets Manager secrets holding the Redis AUTH token and the webhook secret (AWS). */
   readonly secretArns: readonly string[];
@@ -202,12 +219,13 @@ export function loadConfig(
   const e = parsed.data;
   const mode: Mode = e.HOURGLASS_MODE ?? (env.AWS_LAMBDA_FUNCTION_NAME ? "aws" : "local");
   const defaults = modeDefaults[mode];
-  if (mode === "aws" && !e.HOURGLASS_WEBHOOK_SECRET && !e.HOURGLASS_SECRET_ARNS) {
-    throw new ConfigError(
-      "HOURGLASS_WEBHOOK_SECRET",
-      "required in aws mode (16 characters or more), or HOURGLASS_SECRET_ARNS",
-    );
-  }
+  // Tokens mean several tenants share this process, and the embedded stack behind it has no
+  // authentication of its own: private targets are then off unless asked for explicitly.
+  const allowPrivate =
+    e.HOURGLASS_WEBHOOK_ALLOW_PRIVATE ?? (defaults.allowPrivate && !e.HOURGLASS_API_TOKENS);
+  // On AWS the master webhook secret is required only where webhooks are signed or the secret is
+  // handed out (the worker and the API); the dispatcher is deliberately not given it. So a missing
+  // secret fails where it is used (WebhookSigning), naming HOURGLASS_WEBHOOK_SECRET, not here.
   if (e.HOURGLASS_BACKOFF_MAX_MS < e.HOURGLASS_BACKOFF_BASE_MS) {
     throw new ConfigError("HOURGLASS_BACKOFF_MAX_MS", "must be at least HOURGLASS_BACKOFF_BASE_MS");
   }
@@ -243,7 +261,10 @@ export function loadConfig(
     },
     journal: e.HOURGLASS_JOURNAL,
     webhook: {
-      allowPrivate: e.HOURGLASS_WEBHOOK_ALLOW_PRIVATE ?? defaults.allowPrivate,
+      allowPrivate,
+      allowLoopback: allowPrivate && mode === "local",
+      refusedPorts:
+        mode === "local" ? localServicePorts(merged, e.HOURGLASS_REDIS_URL, e.PORT) : new Set<number>(),
       secret: e.HOURGLASS_WEBHOOK_SECRET ?? (mode === "local" ? LOCAL_WEBHOOK_SECRET : undefined),
       timeoutMs: e.HOURGLASS_WEBHOOK_TIMEOUT_MS,
     },
@@ -254,6 +275,8 @@ export function loadConfig(
         return [token, tenant];
       }),
     ),
+    allowFederatedUsers: e.HOURGLASS_ALLOW_FEDERATED_USERS,
+    allowedHosts: e.HOURGLASS_ALLOWED_HOSTS?.split(",") ?? [],
     maxBodyBytes: e.HOURGLASS_MAX_BODY_BYTES,
     secretArns: e.HOURGLASS_SECRET_ARNS?.split(",") ?? [],
     logLevel: e.LOG_LEVEL,
@@ -268,4 +291,34 @@ export function loadConfig(
       ],
     },
   };
+}
+
+/**
+ * The ports of the embedded stack (Redis and its cluster bus, DynamoDB Local, the SQS emulator)
+ * and of the API itself, read from the same variables the clients use, with the embedded
+ * defaults when they are unset.
+ */
+function localServicePorts(
+  env: Record<string, string | undefined>,
+  redisUrl: string,
+  apiPort: number,
+): ReadonlySet<number> {
+  const portOf = (url: string | undefined, fallback: number) => {
+    if (!url) return fallback;
+    try {
+      const parsed = new URL(url);
+      return Number(parsed.port || (parsed.protocol === "https:" ? 443 : 80));
+    } catch {
+      return fallback;
+    }
+  };
+  const redis = portOf(redisUrl, 6379);
+  const ports = [
+    redis,
+    redis + 10_000,
+    portOf(env.AWS_ENDPOINT_URL_DYNAMODB ?? env.AWS_ENDPOINT_URL, 8000),
+    portOf(env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL, 4566),
+  ];
+  if (apiPort > 0) ports.push(apiPort);
+  return new Set(ports);
 }

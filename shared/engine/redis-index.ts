@@ -315,6 +315,28 @@ export class RedisIndex {
     await this.client.set(this.keys(shard).epoch, value);
   }
 
+  /**
+   * The earliest overdue score (due time, or a lapsed lease deadline) among one tenant's members
+   * of a shard, for that tenant's stats: the shard-wide minimum would show every tenant another's
+   * backlog. Only the overdue part of each set (score ≤ now) is read, page by page, and the scan
+   * stops at the tenant's first member, so an idle shard costs two short reads.
+   */
+  async oldestOverdueOf(shard: number, tenant: string, now: number): Promise<number | undefined> {
+    const k = this.keys(shard);
+    const prefix = `${tenant}/`;
+    const PAGE = 500;
+    const first = async (key: string) => {
+      for (let offset = 0; ; offset += PAGE) {
+        const page = await this.client.zrangebyscore(key, "-inf", now, "WITHSCORES", "LIMIT", offset, PAGE);
+        for (let i = 0; i < page.length; i += 2) if (page[i]!.startsWith(prefix)) return Number(page[i + 1]);
+        if (page.length < PAGE * 2) return undefined;
+      }
+    };
+    const [due, leased] = await Promise.all([first(k.due), first(k.leased)]);
+    if (due === undefined) return leased;
+    return leased === undefined ? due : Math.min(due, leased);
+  }
+
   /** Counters and sizes of one shard, read in one pipeline (one slot, so it works on a cluster). */
   async shardStats(shard: number): Promise<ShardStats> {
     const k = this.keys(shard);

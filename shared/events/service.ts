@@ -343,6 +343,12 @@ export class EventService {
     const shards = await Promise.all(
       Array.from({ length: this.deps.index.shards }, (_, shard) => this.deps.index.shardStats(shard)),
     );
+    // The caller's own oldest overdue event, never another tenant's (invariant 7).
+    const oldest = await Promise.all(
+      Array.from({ length: this.deps.index.shards }, (_, shard) =>
+        this.deps.index.oldestOverdueOf(shard, tenant, now),
+      ),
+    );
     const byStatus: Partial<Record<EventStatus, number>> = {};
     const byType: Record<string, Partial<Record<EventStatus, number>>> = {};
     let oldestOverdueMs = 0;
@@ -357,11 +363,9 @@ export class EventService {
         byType[type]![status] = (byType[type]![status] ?? 0) + count;
         if (LIVE.includes(status)) indexSize += count;
       }
-      if (shard.oldestDue !== undefined) oldestOverdueMs = Math.max(oldestOverdueMs, now - shard.oldestDue);
-      if (shard.oldestLeaseDeadline !== undefined) {
-        oldestOverdueMs = Math.max(oldestOverdueMs, now - shard.oldestLeaseDeadline);
-      }
     }
+    for (const score of oldest)
+      if (score !== undefined) oldestOverdueMs = Math.max(oldestOverdueMs, now - score);
     return { byStatus, byType, oldestOverdueMs, indexSize };
   }
 

@@ -75,13 +75,13 @@ describe("Lambda entry points", () => {
     expect(created.statusCode).toBe(201);
     const { id } = JSON.parse(created.body);
     // The tenant is the caller's IAM principal.
-    expect((await setup.events.get("123456789012-Orders", id)).status).toBe("scheduled");
+    expect((await setup.events.get("123456789012-role-Orders", id)).status).toBe("scheduled");
     await new Promise((done) => setTimeout(done, 1_200));
 
     const dispatcher = (await import("../../functions/dispatcher/index.ts")).handler;
     const report = await dispatcher({}, context);
     expect(report).toMatchObject({ claimed: 1, sent: 1, failed: 0, skippedGroups: 0 });
-    expect((await setup.events.get("123456789012-Orders", id)).status).toBe("dispatched");
+    expect((await setup.events.get("123456789012-role-Orders", id)).status).toBe("dispatched");
 
     // Take the message off the queue as the event source would, and hand it to the worker function.
     const { ReceiveMessageCommand } = await import("@aws-sdk/client-sqs");
@@ -94,7 +94,7 @@ describe("Lambda entry points", () => {
     const response = await worker(event, context);
     // Port 9 refuses the connection: a handler failure, retried by Hourglass, not an SQS failure.
     expect(response.batchItemFailures).toEqual([]);
-    const after = await setup.events.get("123456789012-Orders", id);
+    const after = await setup.events.get("123456789012-role-Orders", id);
     expect(after.status).toBe("retrying");
     expect(after.lastError).toContain("ECONNREFUSED");
   });
