@@ -10,6 +10,7 @@ export const METRIC = {
   restored: "Restored",
   indexSize: "IndexSize",
   overdueLag: "OldestOverdueMs",
+  quarantined: "Quarantined",
   lateness: "LatenessMs",
   succeeded: "Succeeded",
   retried: "Retried",
@@ -24,13 +25,14 @@ export function createMetrics(service: string): Metrics {
 export function recordTick(
   metrics: Metrics,
   report: TickReport,
-  index: { size: number; oldestOverdueMs: number },
+  index: { size: number; oldestOverdueMs: number; quarantined: number },
 ) {
   metrics.addMetric(METRIC.dispatched, MetricUnit.Count, report.sent);
   metrics.addMetric(METRIC.sendFailures, MetricUnit.Count, report.failed);
   metrics.addMetric(METRIC.restored, MetricUnit.Count, report.restored);
   metrics.addMetric(METRIC.indexSize, MetricUnit.Count, index.size);
   metrics.addMetric(METRIC.overdueLag, MetricUnit.Milliseconds, index.oldestOverdueMs);
+  metrics.addMetric(METRIC.quarantined, MetricUnit.Count, index.quarantined);
 }
 
 export function recordWork(metrics: Metrics, result: WorkResult) {

@@ -13,11 +13,21 @@ export interface IndexEntry {
 export interface RestoreEntry extends IndexEntry {
   readonly attempt: number;
   readonly status: "scheduled" | "retrying" | "dead";
+  /** The journal item's version (see reschedule.lua); 0 when it has none. */
+  readonly version: number;
 }
+
+/** How long a cancel's tombstone keeps restores away: far longer than any journal read takes to apply. */
+export const TOMBSTONE_MS = 15 * 60_000;
 
 export type ClaimResult =
   | { readonly epochMissing: true }
-  | { readonly epochMissing: false; readonly claimed: (DispatchMessage & { redelivered: boolean })[] };
+  | {
+      readonly epochMissing: false;
+      readonly claimed: (DispatchMessage & { redelivered: boolean })[];
+      /** Members whose entry could not be read, set aside by this claim (each reported once). */
+      readonly quarantined: string[];
+    };
 
 export type StartResult =
   | { readonly code: ScriptCode.OK; readonly attempt: number; readonly body: string }
@@ -31,8 +41,14 @@ export type TransitionResult =
   | { readonly code: ScriptCode.STALE | ScriptCode.CONFLICT; readonly status: LiveStatus };
 
 export type RescheduleResult =
-  | { readonly code: ScriptCode.SCHEDULED | ScriptCode.NOT_FOUND }
-  | { readonly code: ScriptCode.DISPATCHED; readonly attempt: number; readonly gen: number }
+  | { readonly code: ScriptCode.NOT_FOUND }
+  | { readonly code: ScriptCode.SCHEDULED | ScriptCode.STALE; readonly version: number }
+  | {
+      readonly code: ScriptCode.DISPATCHED;
+      readonly attempt: number;
+      readonly gen: number;
+      readonly version: number;
+    }
   | { readonly code: ScriptCode.CONFLICT; readonly status: LiveStatus };
 
 export interface LiveState {
@@ -50,6 +66,8 @@ export interface ShardStats {
   readonly dead: number;
   readonly oldestDue: number | undefined;
   readonly oldestLeaseDeadline: number | undefined;
+  /** Entries set aside because no script could read them. */
+  readonly quarantined: number;
 }
 
 type Reply = (string | number)[];
@@ -102,12 +120,14 @@ export class RedisIndex {
     const reply = (await runScript(
       this.client,
       "claim",
-      [k.due, k.leased, k.body, k.meta, k.stats, k.epoch],
+      [k.due, k.leased, k.body, k.meta, k.stats, k.epoch, k.quarantine],
       [now, dueUntil, limit, leaseMs],
     )) as Reply;
     if (reply[0] === ScriptCode.EPOCH_MISSING) return { epochMissing: true } as ClaimResult;
+    const skip = Number(reply[1]);
+    const quarantined = reply.slice(2, 2 + skip).map(String);
     const claimed: (DispatchMessage & { redelivered: boolean })[] = [];
-    for (let i = 1; i < reply.length; i += 5) {
+    for (let i = 2 + skip; i < reply.length; i += 5) {
       claimed.push({
         member: String(reply[i]),
         shard,
@@ -117,7 +137,7 @@ export class RedisIndex {
         redelivered: reply[i + 4] === 1,
       });
     }
-    return { epochMissing: false, claimed } as ClaimResult;
+    return { epochMissing: false, claimed, quarantined } as ClaimResult;
   }
 
   async start(message: DispatchMessage, now: number, leaseMs: number): Promise<StartResult> {
@@ -214,34 +234,53 @@ export class RedisIndex {
     );
   }
 
-  async cancel(member: string): Promise<TransitionResult> {
+  /** Cancels a not-yet-started event and leaves a tombstone that keeps restores away from it. */
+  async cancel(member: string, now: number): Promise<TransitionResult> {
     const k = this.keys(this.shardOf(member));
     return transition(
       "cancel",
-      await runScript(this.client, "cancel", [k.due, k.leased, k.dead, k.body, k.meta, k.stats], [member]),
+      await runScript(
+        this.client,
+        "cancel",
+        [k.due, k.leased, k.dead, k.body, k.meta, k.stats, k.cancelled],
+        [member, now, TOMBSTONE_MS],
+      ),
     );
   }
 
+  /**
+   * Moves a waiting or dispatched event to `runAt`. Without `journalVersion` it is a client's
+   * reschedule (the index's version goes up); with it, a sync to the journal's time, applied only
+   * when the journal is at least as new as the index.
+   */
   async reschedule(
     member: string,
     runAt: number,
     now: number,
     dispatchUntil: number,
     leaseMs: number,
+    journalVersion?: number,
   ): Promise<RescheduleResult> {
     const k = this.keys(this.shardOf(member));
     const reply = (await runScript(
       this.client,
       "reschedule",
       [k.due, k.leased, k.body, k.meta, k.stats],
-      [member, runAt, now, dispatchUntil, leaseMs],
+      [member, runAt, now, dispatchUntil, leaseMs, journalVersion ?? ""],
     )) as Reply;
     switch (reply[0]) {
-      case ScriptCode.SCHEDULED:
       case ScriptCode.NOT_FOUND:
         return { code: reply[0] };
+      case ScriptCode.SCHEDULED:
+      case ScriptCode.STALE:
+        return { code: reply[0], version: Number(reply[1]) };
       case ScriptCode.DISPATCHED:
-        return { code: ScriptCode.DISPATCHED, attempt: Number(reply[1]), gen: Number(reply[2]) };
+        return {
+          code: ScriptCode.DISPATCHED,
+          attempt: Number(reply[1]),
+          gen: Number(reply[2]),
+          version: Number(reply[3]),
+        };
       case ScriptCode.CONFLICT:
         return { code: ScriptCode.CONFLICT, status: reply[1] as LiveStatus };
       default:
@@ -270,19 +309,26 @@ export class RedisIndex {
     );
   }
 
-  /** Re-indexes events the journal holds; those the index already knows are left alone. */
-  async restore(entries: readonly RestoreEntry[], now: number): Promise<ScriptCode[]> {
+  /**
+   * Re-indexes events the journal holds; those the index already knows are left alone (or moved to
+   * a newer journal version's time), and recently cancelled ones are refused unless `replay`.
+   */
+  async restore(
+    entries: readonly RestoreEntry[],
+    now: number,
+    options: { replay?: boolean } = {},
+  ): Promise<ScriptCode[]> {
     return this.eachShard(
       entries,
       (e) => this.shardOf(e.member),
       async (shard, batch) => {
         const k = this.keys(shard);
-        const args: (string | number)[] = [now];
-        for (const e of batch) args.push(e.member, e.runAt, e.body, e.attempt, e.status);
+        const args: (string | number)[] = [now, options.replay ? "1" : "0"];
+        for (const e of batch) args.push(e.member, e.runAt, e.body, e.attempt, e.status, e.version);
         return (await runScript(
           this.client,
           "restore",
-          [k.due, k.dead, k.body, k.meta, k.stats],
+          [k.due, k.dead, k.body, k.meta, k.stats, k.cancelled, k.quarantine],
           args,
         )) as ScriptCode[];
       },
@@ -326,6 +372,7 @@ export class RedisIndex {
       .zcard(k.dead)
       .zrange(k.due, 0, 0, "WITHSCORES")
       .zrange(k.leased, 0, 0, "WITHSCORES")
+      .hlen(k.quarantine)
       .exec();
     if (!results) throw new IndexCorruptError("shardStats", []);
     for (const [error] of results) if (error) throw error;
@@ -344,6 +391,7 @@ export class RedisIndex {
       dead: Number(value(3)),
       oldestDue: first(4),
       oldestLeaseDeadline: first(5),
+      quarantined: Number(value(6)),
     };
   }
 

@@ -6,13 +6,20 @@ import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
 import { type DispatchMessage, INLINE_PAYLOAD_LIMIT } from "./model.ts";
+import { indexRunAt } from "./run-at.ts";
 
 export interface TickReport {
   claimed: number;
   sent: number;
   failed: number;
-  /** Redelivered leases the journal says had already finished: dropped from the index instead. */
+  /** Claimed events the journal says had already finished (or been cancelled): dropped from the index instead. */
   forgotten: number;
+  /** Claimed events whose journal item has a later runAt (a write the index lost): moved, not sent. */
+  resynced: number;
+  /** Index entries no script could read, set aside by this tick's claims. */
+  quarantined: number;
+  /** Shards whose claims failed this tick; the other shards went on. */
+  failedShards: number[];
   /** Events re-indexed from the journal by the recovery sweep or a rebuild. */
   restored: number;
   rebuiltShards: number[];
@@ -45,31 +52,49 @@ export class Dispatcher {
       sent: 0,
       failed: 0,
       forgotten: 0,
+      resynced: 0,
+      quarantined: 0,
       restored: 0,
       rebuiltShards: [],
       skippedGroups: 0,
+      failedShards: [],
     };
+    // Every group and every shard on its own: one that fails (a lease table hiccup, an index entry
+    // no script can read, a send that throws) is logged and retried next tick, and never stops the
+    // others, nor the recovery sweep below (invariant 7).
     await Promise.all(
       this.groups().map(async (shards, group) => {
-        const token = await this.leaseGroup(group, budgetMs + 10_000);
+        let token: number | null | undefined;
+        try {
+          token = await this.leaseGroup(group, budgetMs + 10_000);
+        } catch (error) {
+          this.deps.logger.error("dispatcher group lease failed", { group, error: describe(error) });
+          report.failedShards.push(...shards);
+          return;
+        }
         if (token === null) {
           report.skippedGroups++;
           return;
         }
         try {
-          await Promise.all(shards.map((shard) => this.drain(shard, deadline, report)));
+          await Promise.all(shards.map((shard) => this.drainSafely(shard, deadline, report)));
         } finally {
-          if (token !== undefined) await this.releaseGroup(group, token);
+          if (token !== undefined) await this.releaseGroup(group, token).catch(() => {});
         }
       }),
     );
-    if (await this.recoveryDue()) report.restored += await this.recover();
+    try {
+      if (await this.recoveryDue()) report.restored += await this.recover();
+    } catch (error) {
+      this.deps.logger.error("recovery sweep failed", { error: describe(error) });
+    }
     if (report.claimed > 0 || report.failed > 0 || report.restored > 0) {
       this.deps.logger.info("dispatched", {
         claimed: report.claimed,
         sent: report.sent,
         failed: report.failed || undefined,
         forgotten: report.forgotten || undefined,
+        resynced: report.resynced || undefined,
         restored: report.restored || undefined,
         lookAheadMs: config.lookAheadMs,
       });
@@ -107,6 +132,18 @@ export class Dispatcher {
     return groups;
   }
 
+  private async drainSafely(shard: number, deadline: number, report: TickReport): Promise<void> {
+    try {
+      await this.drain(shard, deadline, report);
+    } catch (error) {
+      report.failedShards.push(shard);
+      this.deps.logger.error("dispatch failed on a shard; the others go on", {
+        shard,
+        error: describe(error),
+      });
+    }
+  }
+
   private async drain(shard: number, deadline: number, report: TickReport): Promise<void> {
     const { index, clock, config } = this.deps;
     while (clock() < deadline) {
@@ -123,10 +160,21 @@ export class Dispatcher {
         report.rebuiltShards.push(shard);
         continue;
       }
-      if (result.claimed.length === 0) return;
+      if (result.quarantined.length > 0) {
+        // Each entry is quarantined once (it leaves the shard), so this logs it once.
+        report.quarantined += result.quarantined.length;
+        this.deps.logger.error("quarantined index entries no script can read", {
+          shard,
+          members: result.quarantined,
+        });
+      }
+      if (result.claimed.length === 0) {
+        if (result.quarantined.length > 0) continue;
+        return;
+      }
       report.claimed += result.claimed.length;
       await this.send(result.claimed, now, report);
-      if (result.claimed.length < config.claimBatch) return;
+      if (result.claimed.length + result.quarantined.length < config.claimBatch) return;
     }
   }
 
@@ -135,7 +183,7 @@ export class Dispatcher {
     now: number,
     report: TickReport,
   ) {
-    const messages = this.deps.journal ? await this.withJournal(claimed, report) : claimed;
+    const messages = this.deps.journal ? await this.withJournal(claimed, now, report) : claimed;
     if (messages.length === 0) return;
     const result = await this.deps.transport.send(messages, now);
     report.sent += result.sent;
@@ -149,7 +197,7 @@ export class Dispatcher {
   }
 
   /** The index's size and its oldest overdue event's lag, summed over the shards (O(shards)). */
-  async indexHealth(): Promise<{ size: number; oldestOverdueMs: number }> {
+  async indexHealth(): Promise<{ size: number; oldestOverdueMs: number; quarantined: number }> {
     const { index, clock, config } = this.deps;
     const now = clock();
     const shards = await Promise.all(
@@ -157,39 +205,68 @@ export class Dispatcher {
     );
     let size = 0;
     let oldestOverdueMs = 0;
+    let quarantined = 0;
     for (const s of shards) {
       size += s.due + s.leased + s.dead;
+      quarantined += s.quarantined;
       // Due events are claimed a look-ahead early; overdue means past due and still unclaimed.
       if (s.oldestDue !== undefined) oldestOverdueMs = Math.max(oldestOverdueMs, now - s.oldestDue);
       if (s.oldestLeaseDeadline !== undefined)
         oldestOverdueMs = Math.max(oldestOverdueMs, now - s.oldestLeaseDeadline);
     }
-    return { size, oldestOverdueMs };
+    return { size, oldestOverdueMs, quarantined };
   }
 
   /**
-   * Reads the claimed events' journal items in one batch (100 keys a request) and:
-   * - drops a redelivered event the journal says finished (a crash between the journal write and
-   *   the ack): the journal is the judge, so it never runs twice;
-   * - puts small payloads into the messages, so the worker starts handlers without a read of its
+   * Reads the claimed events' journal items in one batch (100 keys a request), the read that
+   * fetches their payloads anyway, so these checks cost no extra request. For every claimed event:
+   * - one the journal says finished or cancelled is dropped from the index, not sent: the journal
+   *   is the judge, so a crash between two writes, or a restore from a read taken before a cancel
+   *   or a finish, never runs it (invariant 8);
+   * - one whose journal runAt differs from the index's is moved to the journal's time when the
+   *   journal is at least as new (a reschedule or retry the index lost in a crash or a failover),
+   *   so an index entry with an older runAt never fires early (invariant 1);
+   * - small payloads go into the messages, so the worker starts handlers without a read of its
    *   own. The read happens here, a look-ahead before the events are due, off the critical path.
    */
   private async withJournal(
     claimed: (DispatchMessage & { redelivered: boolean })[],
+    now: number,
     report: TickReport,
   ): Promise<DispatchMessage[]> {
+    const { index, config } = this.deps;
     const key = (m: DispatchMessage) => {
       const { tenant, id } = parseMember(m.member);
       return journalKey(tenant, id);
     };
     const items = await this.deps.journal!.getMany(claimed.map(key));
     const messages: DispatchMessage[] = [];
-    for (const { redelivered, ...message } of claimed) {
-      const item = items.get(key(message));
-      if (redelivered && item && TERMINAL_STATUSES.includes(item.status)) {
-        await this.deps.index.forget(message.member, item.status as "succeeded" | "cancelled" | "dead");
+    for (const { redelivered: _, ...claim } of claimed) {
+      const item = items.get(key(claim));
+      let message: DispatchMessage = claim;
+      if (item && TERMINAL_STATUSES.includes(item.status)) {
+        await index.forget(claim.member, item.status as "succeeded" | "cancelled" | "dead");
         report.forgotten++;
         continue;
+      }
+      const journalRunAt = item ? indexRunAt(item.runAt) : claim.runAt;
+      if (journalRunAt !== claim.runAt) {
+        const moved = await index.reschedule(
+          claim.member,
+          journalRunAt,
+          now,
+          now + config.lookAheadMs,
+          config.dispatchLeaseMs,
+          item!.version ?? 0,
+        );
+        if (moved.code === ScriptCode.DISPATCHED) {
+          message = { ...claim, gen: moved.gen, attempt: moved.attempt, runAt: journalRunAt };
+        } else if (moved.code !== ScriptCode.STALE) {
+          // Back in `due` at the journal's time, or changed meanwhile (cancelled, started).
+          report.resynced++;
+          continue;
+        }
+        if (moved.code === ScriptCode.DISPATCHED) report.resynced++;
       }
       const inline = item && item.payload.length <= INLINE_PAYLOAD_LIMIT ? item.payload : undefined;
       messages.push(inline === undefined ? message : { ...message, payload: inline });
@@ -255,4 +332,8 @@ export class Dispatcher {
     if (restored > 0) logger.warn("rebuilt shard from the journal", { shard, restored });
     return restored;
   }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

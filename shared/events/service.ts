@@ -33,9 +33,12 @@ export interface ListOptions {
   readonly cursor?: string | undefined;
 }
 
+/** Statuses in the counters: the event statuses, and `quarantined` for entries set aside by claim. */
+export type CountedStatus = EventStatus | "quarantined";
+
 export interface TenantStats {
-  readonly byStatus: Partial<Record<EventStatus, number>>;
-  readonly byType: Record<string, Partial<Record<EventStatus, number>>>;
+  readonly byStatus: Partial<Record<CountedStatus, number>>;
+  readonly byType: Record<string, Partial<Record<CountedStatus, number>>>;
   /** How late the oldest event that should have been claimed by now is, in ms (0 when none). */
   readonly oldestOverdueMs: number;
   /** Events of this tenant the index holds (scheduled, retrying, dispatched, running, dead). */
@@ -255,7 +258,7 @@ export class EventService {
     const { index, journal, config } = this.deps;
     const member = memberOf(tenant, id);
     const before = journal ? undefined : await index.inspect(member);
-    const result = await index.cancel(member);
+    const result = await index.cancel(member, this.deps.clock());
     if (result.code === ScriptCode.CONFLICT) throw new EventStateConflictError(id, result.status, "cancel");
     if (!journal) {
       if (result.code === ScriptCode.NOT_FOUND || !before) throw new EventNotFoundError(id);
@@ -272,7 +275,13 @@ export class EventService {
     }
   }
 
-  /** Moves a not-yet-started event to a new time (`{ runAt }` or `{ delaySeconds }`). */
+  /**
+   * Moves a not-yet-started event to a new time (`{ runAt }` or `{ delaySeconds }`). The index goes
+   * first, since only it knows whether the event started (a 409 then changes nothing), and hands
+   * out a version; the journal takes the time only under a newer version than it has. Concurrent
+   * reschedules thus end with the same (the later) time in both, and a crash between the writes
+   * leaves the index ahead, which the dispatcher's journal check respects.
+   */
   async reschedule(tenant: string, id: string, input: unknown): Promise<EventView> {
     const { index, journal, config } = this.deps;
     const now = this.deps.clock();
@@ -290,16 +299,24 @@ export class EventService {
     if (!journal) {
       if (result.code === ScriptCode.NOT_FOUND) throw new EventNotFoundError(id);
     } else {
-      let item: JournalItem;
+      let item: JournalItem | undefined;
       try {
-        item = await journal.reschedule(tenant, id, runAt, now);
+        item = await journal.reschedule(
+          tenant,
+          id,
+          runAt,
+          now,
+          result.code === ScriptCode.NOT_FOUND ? undefined : result.version,
+        );
       } catch (error) {
         if (!(error instanceof JournalConditionError)) throw error;
         if (!error.existing) throw new EventNotFoundError(id);
-        throw new EventStateConflictError(id, error.existing.status, "reschedule");
+        // Still pending: a concurrent reschedule with a newer version got there first, and won.
+        if (!PENDING_STATUSES.includes(error.existing.status))
+          throw new EventStateConflictError(id, error.existing.status, "reschedule");
       }
       // The journal has it pending but the index lost it: index it again at the new time.
-      if (result.code === ScriptCode.NOT_FOUND) await index.restore([restoreEntryOf(item)], now);
+      if (result.code === ScriptCode.NOT_FOUND && item) await index.restore([restoreEntryOf(item)], now);
     }
     if (result.code === ScriptCode.DISPATCHED) {
       await this.send(
@@ -333,7 +350,9 @@ export class EventService {
       throw new EventStateConflictError(id, error.existing.status, "replay");
     }
     const revived = await index.revive(member, now);
-    if (revived.code === ScriptCode.NOT_FOUND) await index.restore([restoreEntryOf(item)], now);
+    // A replay is the one way back from final, so it may pass a cancel's tombstone.
+    if (revived.code === ScriptCode.NOT_FOUND)
+      await index.restore([restoreEntryOf(item)], now, { replay: true });
     return this.get(tenant, id);
   }
 
@@ -343,8 +362,8 @@ export class EventService {
     const shards = await Promise.all(
       Array.from({ length: this.deps.index.shards }, (_, shard) => this.deps.index.shardStats(shard)),
     );
-    const byStatus: Partial<Record<EventStatus, number>> = {};
-    const byType: Record<string, Partial<Record<EventStatus, number>>> = {};
+    const byStatus: Partial<Record<CountedStatus, number>> = {};
+    const byType: Record<string, Partial<Record<CountedStatus, number>>> = {};
     let oldestOverdueMs = 0;
     let indexSize = 0;
     const prefix = `${tenant}|`;

@@ -148,7 +148,8 @@ describe("a crash between two steps loses nothing", () => {
     await new Promise((done) => setTimeout(done, 1_200));
     const { transport } = captured();
     const { dispatcher } = engine({ transport: crashOn(transport, "send", "before") });
-    await expect(dispatcher.tick(1_000)).rejects.toBeInstanceOf(Crash);
+    // Each shard is drained on its own, so the crash stops only its shard's dispatch.
+    expect((await dispatcher.tick(1_000)).failedShards).toHaveLength(1);
     expect(await hg.index.inspect(`${tenant}/claimed`)).toMatchObject({ status: "dispatched" });
     const done = await survives("claimed", tenant);
     expect(rec.runsOf("claimed")).toHaveLength(1);

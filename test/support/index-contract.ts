@@ -138,7 +138,7 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       expect(await index.start(m2, T0 + 5_000, LEASE)).toMatchObject({ code: ScriptCode.OK, attempt: 2 });
       expect(await index.bury(m2, T0 + 6_000)).toEqual({ code: ScriptCode.OK });
       expect(await index.inspect(member)).toMatchObject({ status: "dead", attempt: 2 });
-      expect(await index.cancel(member)).toEqual({ code: ScriptCode.CONFLICT, status: "dead" });
+      expect(await index.cancel(member, T0)).toEqual({ code: ScriptCode.CONFLICT, status: "dead" });
       expect(await index.revive(member, T0 + 7_000)).toEqual({ code: ScriptCode.OK });
       expect(await index.inspect(member)).toMatchObject({
         status: "scheduled",
@@ -173,10 +173,10 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       };
       await index.start(runningMessage, T0, LEASE);
 
-      expect(await index.cancel(waiting)).toEqual({ code: ScriptCode.OK, previous: "scheduled" });
-      expect(await index.cancel(queued)).toEqual({ code: ScriptCode.OK, previous: "dispatched" });
-      expect(await index.cancel(running)).toEqual({ code: ScriptCode.CONFLICT, status: "running" });
-      expect(await index.cancel(`${tenant}/never`)).toEqual({ code: ScriptCode.NOT_FOUND });
+      expect(await index.cancel(waiting, T0)).toEqual({ code: ScriptCode.OK, previous: "scheduled" });
+      expect(await index.cancel(queued, T0)).toEqual({ code: ScriptCode.OK, previous: "dispatched" });
+      expect(await index.cancel(running, T0)).toEqual({ code: ScriptCode.CONFLICT, status: "running" });
+      expect(await index.cancel(`${tenant}/never`, T0)).toEqual({ code: ScriptCode.NOT_FOUND });
       const queuedMessage = { member: queued, shard: index.shardOf(queued), gen: 1, runAt: T0, attempt: 0 };
       expect(await index.start(queuedMessage, T0 + 1, LEASE)).toEqual({ code: ScriptCode.NOT_FOUND });
     });
@@ -189,12 +189,14 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       const old = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
       expect(await index.reschedule(member, T0 + 100_000, T0, T0 + 5_000, LEASE)).toEqual({
         code: ScriptCode.SCHEDULED,
+        version: 1,
       });
       expect(await index.start(old, T0 + 1, LEASE)).toMatchObject({ code: ScriptCode.STALE });
       expect(await index.reschedule(member, T0 + 2_000, T0, T0 + 5_000, LEASE)).toEqual({
         code: ScriptCode.DISPATCHED,
         attempt: 0,
         gen: 3,
+        version: 2,
       });
       await index.start({ ...old, gen: 3, runAt: T0 + 2_000 }, T0 + 2_000, LEASE);
       expect(await index.reschedule(member, T0 + 9_000, T0 + 2_001, T0 + 5_000, LEASE)).toEqual({
@@ -212,8 +214,8 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       await index.schedule([{ member: kept, runAt: T0, body: body() }], T0 - 10_000, T0 - 10_000, LEASE);
       const codes = await index.restore(
         [
-          { member: kept, runAt: T0, body: body(), attempt: 0, status: "scheduled" },
-          { member: lost, runAt: T0, body: body(), attempt: 2, status: "retrying" },
+          { member: kept, runAt: T0, body: body(), attempt: 0, status: "scheduled", version: 0 },
+          { member: lost, runAt: T0, body: body(), attempt: 2, status: "retrying", version: 0 },
         ],
         T0,
       );

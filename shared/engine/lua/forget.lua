@@ -14,6 +14,7 @@ local body = redis.call("HGET", KEYS[4], member)
 if not body then
   return {4}
 end
+-- An unreadable meta has no status to count down from.
 local status = readMeta(KEYS[5], member, 0)
 
 redis.call("ZREM", KEYS[1], member)
@@ -22,4 +23,4 @@ redis.call("ZREM", KEYS[3], member)
 redis.call("HDEL", KEYS[4], member)
 redis.call("HDEL", KEYS[5], member)
 bumpStats(KEYS[6], member, body, status, ARGV[2])
-return {0, status}
+return {0, status or "unreadable"}

@@ -9,7 +9,8 @@
   Returns three fields per event, in order:
     0, attempt, body   OK: running now, attempt counted
     4, "", ""          NOT_FOUND: not in the index (finished, cancelled, or Redis lost it)
-    5, status, ""      STALE: superseded by a later dispatch, a reschedule or a cancel
+    5, status, ""      STALE: superseded by a later dispatch, a reschedule or a cancel; status
+                       "unreadable" when its meta cannot be read (the next claim quarantines it)
     6, "", ""          DUPLICATE: this dispatch is already running elsewhere
     7, runAt, ""       EARLY: the event is not due yet; the caller must wait
 ]]
@@ -31,8 +32,10 @@ for i = 3, #ARGV, 2 do
     -- The same message twice in one call: the first one runs.
     out[#out + 1] = 6; out[#out + 1] = ""; out[#out + 1] = ""
   else
-    local status, attempt, currentGen, runAt = readMeta(KEYS[3], member, 0)
-    if currentGen ~= gen then
+    local status, attempt, currentGen, runAt, version = readMeta(KEYS[3], member, 0)
+    if not status then
+      out[#out + 1] = 5; out[#out + 1] = "unreadable"; out[#out + 1] = ""
+    elseif currentGen ~= gen then
       out[#out + 1] = 5; out[#out + 1] = status; out[#out + 1] = ""
     elseif status == "running" then
       out[#out + 1] = 6; out[#out + 1] = ""; out[#out + 1] = ""
@@ -43,7 +46,7 @@ for i = 3, #ARGV, 2 do
     else
       started[member] = true
       metas[#metas + 1] = member
-      metas[#metas + 1] = formatMeta("running", attempt + 1, gen, runAt)
+      metas[#metas + 1] = formatMeta("running", attempt + 1, gen, runAt, version)
       leases[#leases + 1] = deadline
       leases[#leases + 1] = member
       countStats(member, body, "dispatched", "running")
