@@ -288,6 +288,14 @@ export class RedisIndex {
     }
   }
 
+  /**
+   * The journal says cancelled too: the cancel's tombstone may now be pruned once it is old enough
+   * (one command on one key, so no script). Does nothing when there is no tombstone.
+   */
+  async confirmCancel(member: string, now: number): Promise<void> {
+    await this.client.zadd(this.keys(this.shardOf(member)).cancelled, "XX", now, member);
+  }
+
   async revive(member: string, runAt: number): Promise<TransitionResult> {
     const k = this.keys(this.shardOf(member));
     return transition(

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { ScriptCode } from "../engine/codes.ts";
-import { parseMember } from "../engine/keys.ts";
-import { journalKey, TERMINAL_STATUSES } from "../journal/item.ts";
+import { memberOf, parseMember } from "../engine/keys.ts";
+import { JournalConditionError } from "../journal/errors.ts";
+import { type JournalItem, journalKey, TERMINAL_STATUSES } from "../journal/item.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
@@ -259,9 +260,17 @@ export class Dispatcher {
           config.dispatchLeaseMs,
           item!.version ?? 0,
         );
-        if (moved.code === ScriptCode.DISPATCHED) {
+        if (moved.code === ScriptCode.STALE && item) {
+          // The index is ahead (a reschedule that crashed before its journal write): bring the
+          // journal to the index's time, so the two agree again, and send as claimed.
+          await this.deps
+            .journal!.reschedule(item.tenant, item.id, claim.runAt, now, moved.version)
+            .catch((error: unknown) => {
+              if (!(error instanceof JournalConditionError)) throw error;
+            });
+        } else if (moved.code === ScriptCode.DISPATCHED) {
           message = { ...claim, gen: moved.gen, attempt: moved.attempt, runAt: journalRunAt };
-        } else if (moved.code !== ScriptCode.STALE) {
+        } else {
           // Back in `due` at the journal's time, or changed meanwhile (cancelled, started).
           report.resynced++;
           continue;
@@ -295,22 +304,46 @@ export class Dispatcher {
   async recover(): Promise<number> {
     const journal = this.deps.journal;
     if (!journal) return 0;
-    const { clock, config, index } = this.deps;
+    const { clock, config } = this.deps;
     let restored = 0;
     for (let shard = 0; shard < config.shards; shard++) {
       let cursor: string | undefined;
-      do {
-        const page = await journal.pending(shard, clock() - config.recovery.graceMs, 500, cursor);
-        if (page.items.length > 0) {
-          const codes = await index.restore(page.items.map(restoreEntryOf), clock());
-          const count = codes.filter((c) => c === ScriptCode.RESTORED).length;
-          if (count > 0) this.deps.logger.warn("recovered events missing from the index", { shard, count });
-          restored += count;
-        }
-        cursor = page.cursor;
-      } while (cursor);
+      try {
+        do {
+          const page = await journal.pending(shard, clock() - config.recovery.graceMs, 500, cursor);
+          if (page.items.length > 0) {
+            const count = await this.restoreFromJournal(page.items);
+            if (count > 0) this.deps.logger.warn("recovered events missing from the index", { shard, count });
+            restored += count;
+          }
+          cursor = page.cursor;
+        } while (cursor);
+      } catch (error) {
+        // One shard's failure never stops the sweep of the others.
+        this.deps.logger.error("recovery sweep failed on a shard", { shard, error: describe(error) });
+      }
     }
     return restored;
+  }
+
+  /**
+   * Restores journal items into the index; returns how many it restored. An item refused for a
+   * cancel's tombstone is a cancel that crashed between the index and the journal: the journal
+   * still says pending, so the cancel is finished here, and the journal agrees from then on.
+   */
+  private async restoreFromJournal(items: readonly JournalItem[]): Promise<number> {
+    const { index, clock } = this.deps;
+    const journal = this.deps.journal!;
+    const codes = await index.restore(items.map(restoreEntryOf), clock());
+    for (const [i, code] of codes.entries()) {
+      if (code !== ScriptCode.TOMBSTONED) continue;
+      const item = items[i]!;
+      await journal.markCancelled(item.tenant, item.id, clock()).catch((error: unknown) => {
+        if (!(error instanceof JournalConditionError)) throw error;
+      });
+      await index.confirmCancel(memberOf(item.tenant, item.id), clock());
+    }
+    return codes.filter((c) => c === ScriptCode.RESTORED).length;
   }
 
   /** Rebuilds one shard's index from the journal after Redis lost its data, then marks it complete. */
@@ -321,10 +354,7 @@ export class Dispatcher {
       let cursor: string | undefined;
       do {
         const page = await journal.pending(shard, undefined, 500, cursor);
-        if (page.items.length > 0) {
-          const codes = await index.restore(page.items.map(restoreEntryOf), clock());
-          restored += codes.filter((c) => c === ScriptCode.RESTORED).length;
-        }
+        if (page.items.length > 0) restored += await this.restoreFromJournal(page.items);
         cursor = page.cursor;
       } while (cursor);
     }

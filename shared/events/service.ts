@@ -264,15 +264,20 @@ export class EventService {
       if (result.code === ScriptCode.NOT_FOUND || !before) throw new EventNotFoundError(id);
       return { ...viewFromIndex(id, before, config.retry.maxAttempts), status: "cancelled" };
     }
+    let item: JournalItem;
     try {
-      return viewOf(await journal.markCancelled(tenant, id, this.deps.clock()), config.retry.maxAttempts);
+      item = await journal.markCancelled(tenant, id, this.deps.clock());
     } catch (error) {
       if (!(error instanceof JournalConditionError)) throw error;
       if (!error.existing) throw new EventNotFoundError(id);
       // Cancelling twice is harmless: the second call sees the first one's result.
-      if (error.existing.status === "cancelled") return viewOf(error.existing, config.retry.maxAttempts);
-      throw new EventStateConflictError(id, error.existing.status, "cancel");
+      if (error.existing.status !== "cancelled")
+        throw new EventStateConflictError(id, error.existing.status, "cancel");
+      item = error.existing;
     }
+    // Index and journal agree now: the tombstone may be pruned once no older read can arrive.
+    await index.confirmCancel(member, this.deps.clock());
+    return viewOf(item, config.retry.maxAttempts);
   }
 
   /**
