@@ -11,6 +11,7 @@ export const METRIC = {
   indexSize: "IndexSize",
   overdueLag: "OldestOverdueMs",
   quarantined: "Quarantined",
+  failedShards: "FailedShards",
   lateness: "LatenessMs",
   succeeded: "Succeeded",
   retried: "Retried",
@@ -30,6 +31,8 @@ export function recordTick(
   metrics.addMetric(METRIC.dispatched, MetricUnit.Count, report.sent);
   metrics.addMetric(METRIC.sendFailures, MetricUnit.Count, report.failed);
   metrics.addMetric(METRIC.restored, MetricUnit.Count, report.restored);
+  // A failing shard no longer fails the tick (so the Lambda's error count misses it): count it here.
+  metrics.addMetric(METRIC.failedShards, MetricUnit.Count, report.failedShards.length);
   metrics.addMetric(METRIC.indexSize, MetricUnit.Count, index.size);
   metrics.addMetric(METRIC.overdueLag, MetricUnit.Milliseconds, index.oldestOverdueMs);
   metrics.addMetric(METRIC.quarantined, MetricUnit.Count, index.quarantined);
