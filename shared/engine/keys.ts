@@ -20,6 +20,11 @@ export interface ShardKeys {
   readonly stats: string;
   /** STRING: present while the shard's index is known to be complete; missing after data loss. */
   readonly epoch: string;
+  /**
+   * STRING: present while the shard is being rebuilt from the journal after a data loss: the
+   * journal cursor reached so far ("" at the start). Lets the rebuild resume in the next call.
+   */
+  readonly rebuild: string;
 }
 
 export function shardKeys(prefix: string, shard: number): ShardKeys {
@@ -32,6 +37,7 @@ export function shardKeys(prefix: string, shard: number): ShardKeys {
     meta: `${tag}:meta`,
     stats: `${tag}:stats`,
     epoch: `${tag}:epoch`,
+    rebuild: `${tag}:rebuild`,
   };
 }
 

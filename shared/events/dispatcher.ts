@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { ScriptCode } from "../engine/codes.ts";
-import { parseMember } from "../engine/keys.ts";
-import { journalKey, TERMINAL_STATUSES } from "../journal/item.ts";
+import { memberOf, parseMember } from "../engine/keys.ts";
+import { type JournalItem, journalKey, PENDING_STATUSES, TERMINAL_STATUSES } from "../journal/item.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
-import { type DispatchMessage, INLINE_PAYLOAD_LIMIT } from "./model.ts";
+import { type DispatchMessage, inlinePayload } from "./model.ts";
+import { sendOrRelease } from "./send.ts";
 
 export interface TickReport {
   claimed: number;
@@ -107,9 +108,21 @@ export class Dispatcher {
     return groups;
   }
 
+  /**
+   * Claims and sends one shard's due events until none are left or the time is up. A shard that
+   * lost its data is rebuilt from the journal a page at a time between the claims, so what is
+   * already restored (earliest due first) is dispatched while the rebuild goes on, and the rebuild
+   * resumes in the next tick from the cursor it left in Redis.
+   */
   private async drain(shard: number, deadline: number, report: TickReport): Promise<void> {
-    const { index, clock, config } = this.deps;
+    const { index, clock, config, journal } = this.deps;
+    let rebuilding = journal !== undefined && (await index.rebuildCursor(shard)) !== undefined;
     while (clock() < deadline) {
+      if (rebuilding) {
+        const step = await this.rebuildStep(shard);
+        report.restored += step.restored;
+        rebuilding = !step.done;
+      }
       const now = clock();
       const result = await index.claim(
         shard,
@@ -119,14 +132,21 @@ export class Dispatcher {
         config.dispatchLeaseMs,
       );
       if (result.epochMissing) {
-        report.restored += await this.rebuild(shard);
         report.rebuiltShards.push(shard);
+        if (journal) {
+          this.deps.logger.warn("shard lost its index; rebuilding it from the journal", { shard });
+          await index.startRebuild(shard, now);
+          rebuilding = true;
+        } else {
+          await index.setEpoch(shard, String(now));
+        }
         continue;
       }
-      if (result.claimed.length === 0) return;
-      report.claimed += result.claimed.length;
-      await this.send(result.claimed, now, report);
-      if (result.claimed.length < config.claimBatch) return;
+      if (result.claimed.length > 0) {
+        report.claimed += result.claimed.length;
+        await this.send(result.claimed, now, report);
+      }
+      if (!rebuilding && result.claimed.length < config.claimBatch) return;
     }
   }
 
@@ -135,17 +155,10 @@ export class Dispatcher {
     now: number,
     report: TickReport,
   ) {
-    const messages = this.deps.journal ? await this.withJournal(claimed, report) : claimed;
-    if (messages.length === 0) return;
-    const result = await this.deps.transport.send(messages, now);
+    const messages = this.deps.journal ? await this.withJournal(claimed, now, report) : claimed;
+    const result = await sendOrRelease(this.deps, messages, now);
     report.sent += result.sent;
-    report.failed += result.failed.length;
-    for (const { message, reason } of result.failed) {
-      this.deps.logger.warn("send failed; will redispatch when the lease expires", {
-        event: message.member,
-        reason,
-      });
-    }
+    report.failed += result.failed;
   }
 
   /** The index's size and its oldest overdue event's lag, summed over the shards (O(shards)). */
@@ -176,6 +189,7 @@ export class Dispatcher {
    */
   private async withJournal(
     claimed: (DispatchMessage & { redelivered: boolean })[],
+    now: number,
     report: TickReport,
   ): Promise<DispatchMessage[]> {
     const key = (m: DispatchMessage) => {
@@ -184,14 +198,29 @@ export class Dispatcher {
     };
     const items = await this.deps.journal!.getMany(claimed.map(key));
     const messages: DispatchMessage[] = [];
-    for (const { redelivered, ...message } of claimed) {
+    for (const { redelivered, ...claim } of claimed) {
+      let message: DispatchMessage = claim;
       const item = items.get(key(message));
       if (redelivered && item && TERMINAL_STATUSES.includes(item.status)) {
         await this.deps.index.forget(message.member, item.status as "succeeded" | "cancelled" | "dead");
         report.forgotten++;
         continue;
       }
-      const inline = item && item.payload.length <= INLINE_PAYLOAD_LIMIT ? item.payload : undefined;
+      if (redelivered && item && PENDING_STATUSES.includes(item.status) && item.runAt > message.runAt) {
+        // The journal has a later time than the index: a worker recorded a retry's backoff and
+        // died before the index write. Honour the backoff: move the entry to the journal's time.
+        const { config, index } = this.deps;
+        const moved = await index.reschedule(
+          message.member,
+          item.runAt,
+          now,
+          now + config.lookAheadMs,
+          config.dispatchLeaseMs,
+        );
+        if (moved.code !== ScriptCode.DISPATCHED) continue;
+        message = { ...message, runAt: item.runAt, gen: moved.gen, attempt: moved.attempt };
+      }
+      const inline = item ? inlinePayload(item.payload) : undefined;
       messages.push(inline === undefined ? message : { ...message, payload: inline });
     }
     return messages;
@@ -228,31 +257,67 @@ export class Dispatcher {
           const codes = await index.restore(page.items.map(restoreEntryOf), clock());
           const count = codes.filter((c) => c === ScriptCode.RESTORED).length;
           if (count > 0) this.deps.logger.warn("recovered events missing from the index", { shard, count });
-          restored += count;
+          restored +=
+            count + (await this.finishReplays(page.items.filter((_, i) => codes[i] === ScriptCode.PRESENT)));
         }
         cursor = page.cursor;
       } while (cursor);
     }
+    await this.expire();
     return restored;
   }
 
-  /** Rebuilds one shard's index from the journal after Redis lost its data, then marks it complete. */
-  async rebuild(shard: number): Promise<number> {
-    const { journal, index, clock, logger } = this.deps;
-    let restored = 0;
-    if (journal) {
-      let cursor: string | undefined;
-      do {
-        const page = await journal.pending(shard, undefined, 500, cursor);
-        if (page.items.length > 0) {
-          const codes = await index.restore(page.items.map(restoreEntryOf), clock());
-          restored += codes.filter((c) => c === ScriptCode.RESTORED).length;
-        }
-        cursor = page.cursor;
-      } while (cursor);
+  /**
+   * Pending in the journal but still dead in the index: a replay that crashed between its two
+   * writes. Revive those, unless the index entry died after the journal's replay (a stale read).
+   */
+  private async finishReplays(present: readonly JournalItem[]): Promise<number> {
+    if (present.length === 0) return 0;
+    const results = await this.deps.index.reviveMany(
+      present.map((item) => ({
+        member: memberOf(item.tenant, item.id),
+        runAt: item.runAt,
+        diedBefore: item.updatedAt,
+      })),
+    );
+    const count = results.filter((r) => r.code === ScriptCode.OK).length;
+    if (count > 0) this.deps.logger.warn("finished replays the index had missed", { count });
+    return count;
+  }
+
+  /** Dead letters leave the index when their journal items expire (HOURGLASS_RETENTION_DAYS). */
+  private async expire(): Promise<void> {
+    const { index, clock, config } = this.deps;
+    const cutoff = clock() - config.retentionSeconds * 1000;
+    for (let shard = 0; shard < config.shards; shard++) {
+      while ((await index.expire(shard, cutoff, 500)) === 500);
     }
-    await index.setEpoch(shard, String(clock()));
-    if (restored > 0) logger.warn("rebuilt shard from the journal", { shard, restored });
-    return restored;
+  }
+
+  /**
+   * One page of a shard's rebuild from the journal: the pending events after the saved cursor, in
+   * due order, so the earliest come back first. The last page marks the shard complete.
+   */
+  async rebuildStep(shard: number): Promise<{ restored: number; done: boolean }> {
+    const { journal, index, clock, logger } = this.deps;
+    const cursor = await index.rebuildCursor(shard);
+    if (cursor === undefined || !journal) return { restored: 0, done: true };
+    const page = await journal.pending(shard, undefined, REBUILD_PAGE, cursor === "" ? undefined : cursor);
+    let restored = 0;
+    if (page.items.length > 0) {
+      const codes = await index.restore(page.items.map(restoreEntryOf), clock());
+      restored = codes.filter((c) => c === ScriptCode.RESTORED).length;
+    }
+    if (restored > 0) logger.warn("restored events from the journal", { shard, restored });
+    if (page.cursor) {
+      await index.saveRebuildCursor(shard, page.cursor);
+      return { restored, done: false };
+    }
+    await index.finishRebuild(shard, clock());
+    logger.warn("rebuilt shard from the journal", { shard });
+    return { restored, done: true };
   }
 }
+
+/** Journal items read per rebuild step; each step is one query and one restore script call. */
+const REBUILD_PAGE = 500;

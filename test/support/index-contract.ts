@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { encodeBody } from "../../shared/engine/body.ts";
 import { ScriptCode } from "../../shared/engine/codes.ts";
-import type { RedisIndex } from "../../shared/engine/redis-index.ts";
+import { REDIS_TIME, type RedisIndex } from "../../shared/engine/redis-index.ts";
 
 /**
  * The behaviour every Lua script promises, run against a real Redis: a single node in one file,
@@ -91,6 +91,7 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       expect(await index.start(message, T0 + 499, LEASE)).toEqual({
         code: ScriptCode.EARLY,
         runAt: T0 + 500,
+        now: T0 + 499,
       });
       expect(await index.start({ ...message, gen: 2 }, T0 + 600, LEASE)).toMatchObject({
         code: ScriptCode.STALE,
@@ -101,6 +102,19 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       expect(await index.ack(message)).toEqual({ code: ScriptCode.OK });
       expect(await index.start(message, T0 + 502, LEASE)).toEqual({ code: ScriptCode.NOT_FOUND });
       expect(await index.inspect(member)).toBeUndefined();
+    });
+
+    it("judges early by the Redis server's clock when the caller asks for REDIS_TIME", async () => {
+      const index = getIndex();
+      await ready(index);
+      const member = `${fresh()}/clock`;
+      const runAt = Date.now() + 60_000;
+      await index.schedule([{ member, runAt, body: body() }], runAt, runAt, LEASE);
+      const message = { member, shard: index.shardOf(member), gen: 1, runAt, attempt: 0 };
+      const early = await index.start(message, REDIS_TIME, LEASE);
+      expect(early).toMatchObject({ code: ScriptCode.EARLY, runAt });
+      const serverNow = (early as { now: number }).now;
+      expect(Math.abs(serverNow - Date.now())).toBeLessThan(5_000);
     });
 
     it("redelivers an expired lease under a new gen, so the old message is stale", async () => {
