@@ -27,6 +27,11 @@ export interface ShardKeys {
   readonly quarantine: string;
   /** ZSET member → cancel time (ms): recent cancels, which no restore may bring back. */
   readonly cancelled: string;
+  /**
+   * STRING: present while the shard is being rebuilt from the journal after a data loss: the
+   * journal cursor reached so far ("" at the start). Lets the rebuild resume in the next call.
+   */
+  readonly rebuild: string;
 }
 
 export function shardKeys(prefix: string, shard: number): ShardKeys {
@@ -41,6 +46,7 @@ export function shardKeys(prefix: string, shard: number): ShardKeys {
     epoch: `${tag}:epoch`,
     quarantine: `${tag}:quarantine`,
     cancelled: `${tag}:cancelled`,
+    rebuild: `${tag}:rebuild`,
   };
 }
 

@@ -33,7 +33,10 @@ export type StartResult =
   | { readonly code: ScriptCode.OK; readonly attempt: number; readonly body: string }
   | { readonly code: ScriptCode.NOT_FOUND | ScriptCode.DUPLICATE }
   | { readonly code: ScriptCode.STALE; readonly status: LiveStatus }
-  | { readonly code: ScriptCode.EARLY; readonly runAt: number };
+  | { readonly code: ScriptCode.EARLY; readonly runAt: number; readonly now: number };
+
+/** Passed as `now` to `start`: judge "due" by the Redis server's clock, not the caller's. */
+export const REDIS_TIME = "redis";
 
 export type TransitionResult =
   | { readonly code: ScriptCode.OK; readonly previous?: LiveStatus }
@@ -50,6 +53,18 @@ export type RescheduleResult =
       readonly version: number;
     }
   | { readonly code: ScriptCode.CONFLICT; readonly status: LiveStatus };
+
+/** Lease an event on the spot when it is due before `dispatchUntil`, so the caller sends it now. */
+export interface DirectDispatch {
+  readonly now: number;
+  readonly dispatchUntil: number;
+  readonly leaseMs: number;
+}
+
+export type ReviveResult =
+  | { readonly code: ScriptCode.OK | ScriptCode.NOT_FOUND }
+  | { readonly code: ScriptCode.DISPATCHED; readonly gen: number }
+  | { readonly code: ScriptCode.STALE | ScriptCode.CONFLICT; readonly status: LiveStatus };
 
 export interface LiveState {
   readonly status: LiveStatus;
@@ -140,17 +155,21 @@ export class RedisIndex {
     return { epochMissing: false, claimed, quarantined } as ClaimResult;
   }
 
-  async start(message: DispatchMessage, now: number, leaseMs: number): Promise<StartResult> {
+  async start(
+    message: DispatchMessage,
+    now: number | typeof REDIS_TIME,
+    leaseMs: number,
+  ): Promise<StartResult> {
     return (await this.startMany([message], now, leaseMs))[0]!;
   }
 
   /** Starts many dispatched events: one script call per shard. Results come back in input order. */
   async startMany(
     messages: readonly DispatchMessage[],
-    now: number,
+    now: number | typeof REDIS_TIME,
     leaseMs: number,
   ): Promise<StartResult[]> {
-    return this.perShard(messages, "start", [now, leaseMs], 3, (reply, i) => {
+    return this.perShard(messages, "start", [now === REDIS_TIME ? "" : now, leaseMs], 3, (reply, i) => {
       const code = reply[i] as ScriptCode;
       switch (code) {
         case ScriptCode.OK:
@@ -158,7 +177,7 @@ export class RedisIndex {
         case ScriptCode.STALE:
           return { code, status: reply[i + 1] as LiveStatus };
         case ScriptCode.EARLY:
-          return { code, runAt: Number(reply[i + 1]) };
+          return { code, runAt: Number(reply[i + 1]), now: Number(reply[i + 2]) };
         case ScriptCode.NOT_FOUND:
         case ScriptCode.DUPLICATE:
           return { code };
@@ -208,17 +227,31 @@ export class RedisIndex {
     );
   }
 
-  async retry(message: DispatchMessage, nextRunAt: number): Promise<TransitionResult> {
+  /**
+   * Puts a failed running event back in `due`, or, when `direct` is given and the retry is due
+   * within its window, leases it on the spot: DISPATCHED means the caller must send it.
+   */
+  async retry(
+    message: DispatchMessage,
+    nextRunAt: number,
+    direct?: DirectDispatch,
+  ): Promise<TransitionResult | { readonly code: ScriptCode.DISPATCHED; readonly gen: number }> {
     const k = this.keys(message.shard);
-    return transition(
+    const reply = (await runScript(
+      this.client,
       "retry",
-      await runScript(
-        this.client,
-        "retry",
-        [k.due, k.leased, k.body, k.meta, k.stats],
-        [message.member, message.gen, nextRunAt],
-      ),
-    );
+      [k.due, k.leased, k.body, k.meta, k.stats],
+      [
+        message.member,
+        message.gen,
+        nextRunAt,
+        direct?.now ?? 0,
+        direct?.dispatchUntil ?? 0,
+        direct?.leaseMs ?? 0,
+      ],
+    )) as Reply;
+    if (reply[0] === ScriptCode.DISPATCHED) return { code: ScriptCode.DISPATCHED, gen: Number(reply[1]) };
+    return transition("retry", reply);
   }
 
   async bury(message: DispatchMessage, now: number): Promise<TransitionResult> {
@@ -296,15 +329,87 @@ export class RedisIndex {
     await this.client.zadd(this.keys(this.shardOf(member)).cancelled, "XX", now, member);
   }
 
-  async revive(member: string, runAt: number): Promise<TransitionResult> {
-    const k = this.keys(this.shardOf(member));
-    return transition(
-      "revive",
-      await runScript(this.client, "revive", [k.due, k.dead, k.body, k.meta, k.stats], [member, runAt]),
+  /** Replays one dead letter; see `reviveMany`. */
+  async revive(
+    member: string,
+    runAt: number,
+    options: { diedBefore?: number; direct?: DirectDispatch } = {},
+  ): Promise<ReviveResult> {
+    return (
+      await this.reviveMany([{ member, runAt, diedBefore: options.diedBefore ?? 0 }], options.direct)
+    )[0]!;
+  }
+
+  /**
+   * Schedules dead letters again with their attempts reset. An entry that died after `diedBefore`
+   * is left dead (STALE): the journal read that asked for it predates that death. With `direct`,
+   * one due within its window is leased on the spot: DISPATCHED means the caller must send it.
+   */
+  async reviveMany(
+    entries: readonly { member: string; runAt: number; diedBefore: number }[],
+    direct?: DirectDispatch,
+  ): Promise<ReviveResult[]> {
+    return this.eachShard(
+      entries,
+      (e) => this.shardOf(e.member),
+      async (shard, batch) => {
+        const k = this.keys(shard);
+        const args: (string | number)[] = [
+          direct?.now ?? 0,
+          direct?.dispatchUntil ?? 0,
+          direct?.leaseMs ?? 0,
+        ];
+        for (const e of batch) args.push(e.member, e.runAt, e.diedBefore);
+        const reply = (await runScript(
+          this.client,
+          "revive",
+          [k.due, k.leased, k.dead, k.body, k.meta, k.stats],
+          args,
+        )) as Reply;
+        return batch.map((_, n): ReviveResult => {
+          const i = n * 3;
+          switch (reply[i]) {
+            case ScriptCode.OK:
+            case ScriptCode.NOT_FOUND:
+              return { code: reply[i] as ScriptCode.OK | ScriptCode.NOT_FOUND };
+            case ScriptCode.DISPATCHED:
+              return { code: ScriptCode.DISPATCHED, gen: Number(reply[i + 2]) };
+            case ScriptCode.STALE:
+            case ScriptCode.CONFLICT:
+              return {
+                code: reply[i] as ScriptCode.STALE | ScriptCode.CONFLICT,
+                status: reply[i + 1] as LiveStatus,
+              };
+            default:
+              throw new IndexCorruptError("revive", reply);
+          }
+        });
+      },
     );
   }
 
-  async forget(member: string, finalStatus: "succeeded" | "cancelled" | "dead"): Promise<TransitionResult> {
+  /**
+   * Gives back the dispatch leases of messages that could not be sent: their deadline becomes
+   * `at`, so a dispatcher tick soon after sends them again. One call per shard.
+   */
+  async release(messages: readonly DispatchMessage[], at: number): Promise<ScriptCode[]> {
+    return this.eachShard(
+      messages,
+      (m) => m.shard,
+      async (shard, batch) => {
+        const k = this.keys(shard);
+        const args: (string | number)[] = [at];
+        for (const m of batch) args.push(m.member, m.gen);
+        return (await runScript(this.client, "release", [k.leased, k.meta], args)) as ScriptCode[];
+      },
+    );
+  }
+
+  /** Removes an event from the index; `finalStatus` undefined removes a leftover without counting it. */
+  async forget(
+    member: string,
+    finalStatus: "succeeded" | "cancelled" | "dead" | undefined,
+  ): Promise<TransitionResult> {
     const k = this.keys(this.shardOf(member));
     return transition(
       "forget",
@@ -312,7 +417,7 @@ export class RedisIndex {
         this.client,
         "forget",
         [k.due, k.leased, k.dead, k.body, k.meta, k.stats],
-        [member, finalStatus],
+        [member, finalStatus ?? ""],
       ),
     );
   }
@@ -359,6 +464,44 @@ export class RedisIndex {
       runAt: Number(reply[4]),
       body: String(reply[5]),
     };
+  }
+
+  /** Drops up to `limit` dead letters of one shard that died before `cutoff`; returns how many. */
+  async expire(shard: number, cutoff: number, limit: number): Promise<number> {
+    const k = this.keys(shard);
+    return Number(
+      await runScript(this.client, "expire", [k.dead, k.body, k.meta, k.stats, k.cancelled], [cutoff, limit]),
+    );
+  }
+
+  /** The journal cursor a running rebuild has reached ("" at its start); undefined when none runs. */
+  async rebuildCursor(shard: number): Promise<string | undefined> {
+    return (await this.client.get(this.keys(shard).rebuild)) ?? undefined;
+  }
+
+  /**
+   * Starts a rebuild after a data loss: the cursor first, then an epoch marking the shard usable,
+   * in one transaction (one slot), so claims go on with what is restored while the rebuild runs
+   * and a crash never leaves an epoch without a rebuild to finish.
+   */
+  async startRebuild(shard: number, now: number): Promise<void> {
+    const k = this.keys(shard);
+    await this.exec(this.client.multi().set(k.rebuild, "").set(k.epoch, `rebuilding since ${now}`));
+  }
+
+  async saveRebuildCursor(shard: number, cursor: string): Promise<void> {
+    await this.client.set(this.keys(shard).rebuild, cursor, "XX");
+  }
+
+  async finishRebuild(shard: number, now: number): Promise<void> {
+    const k = this.keys(shard);
+    await this.exec(this.client.multi().del(k.rebuild).set(k.epoch, String(now)));
+  }
+
+  private async exec(transaction: { exec(): Promise<[Error | null, unknown][] | null> }): Promise<void> {
+    const results = await transaction.exec();
+    if (!results) throw new IndexCorruptError("multi", []);
+    for (const [error] of results) if (error) throw error;
   }
 
   async hasEpoch(shard: number): Promise<boolean> {

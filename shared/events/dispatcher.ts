@@ -6,8 +6,9 @@ import { type JournalItem, journalKey, TERMINAL_STATUSES } from "../journal/item
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
-import { type DispatchMessage, INLINE_PAYLOAD_LIMIT } from "./model.ts";
+import { type DispatchMessage, inlinePayload } from "./model.ts";
 import { indexRunAt } from "./run-at.ts";
+import { sendOrRelease } from "./send.ts";
 
 export interface TickReport {
   claimed: number;
@@ -145,9 +146,21 @@ export class Dispatcher {
     }
   }
 
+  /**
+   * Claims and sends one shard's due events until none are left or the time is up. A shard that
+   * lost its data is rebuilt from the journal a page at a time between the claims, so what is
+   * already restored (earliest due first) is dispatched while the rebuild goes on, and the rebuild
+   * resumes in the next tick from the cursor it left in Redis.
+   */
   private async drain(shard: number, deadline: number, report: TickReport): Promise<void> {
-    const { index, clock, config } = this.deps;
+    const { index, clock, config, journal } = this.deps;
+    let rebuilding = journal !== undefined && (await index.rebuildCursor(shard)) !== undefined;
     while (clock() < deadline) {
+      if (rebuilding) {
+        const step = await this.rebuildStep(shard);
+        report.restored += step.restored;
+        rebuilding = !step.done;
+      }
       const now = clock();
       const result = await index.claim(
         shard,
@@ -157,8 +170,14 @@ export class Dispatcher {
         config.dispatchLeaseMs,
       );
       if (result.epochMissing) {
-        report.restored += await this.rebuild(shard);
         report.rebuiltShards.push(shard);
+        if (journal) {
+          this.deps.logger.warn("shard lost its index; rebuilding it from the journal", { shard });
+          await index.startRebuild(shard, now);
+          rebuilding = true;
+        } else {
+          await index.setEpoch(shard, String(now));
+        }
         continue;
       }
       if (result.quarantined.length > 0) {
@@ -170,12 +189,13 @@ export class Dispatcher {
         });
       }
       if (result.claimed.length === 0) {
-        if (result.quarantined.length > 0) continue;
+        // Quarantined entries took the room of claims, and a rebuild has pages left: go on.
+        if (result.quarantined.length > 0 || rebuilding) continue;
         return;
       }
       report.claimed += result.claimed.length;
       await this.send(result.claimed, now, report);
-      if (result.claimed.length + result.quarantined.length < config.claimBatch) return;
+      if (!rebuilding && result.claimed.length + result.quarantined.length < config.claimBatch) return;
     }
   }
 
@@ -185,16 +205,9 @@ export class Dispatcher {
     report: TickReport,
   ) {
     const messages = this.deps.journal ? await this.withJournal(claimed, now, report) : claimed;
-    if (messages.length === 0) return;
-    const result = await this.deps.transport.send(messages, now);
+    const result = await sendOrRelease(this.deps, messages, now);
     report.sent += result.sent;
-    report.failed += result.failed.length;
-    for (const { message, reason } of result.failed) {
-      this.deps.logger.warn("send failed; will redispatch when the lease expires", {
-        event: message.member,
-        reason,
-      });
-    }
+    report.failed += result.failed;
   }
 
   /** The index's size and its oldest overdue event's lag, summed over the shards (O(shards)). */
@@ -277,7 +290,7 @@ export class Dispatcher {
         }
         if (moved.code === ScriptCode.DISPATCHED) report.resynced++;
       }
-      const inline = item && item.payload.length <= INLINE_PAYLOAD_LIMIT ? item.payload : undefined;
+      const inline = item ? inlinePayload(item.payload) : undefined;
       messages.push(inline === undefined ? message : { ...message, payload: inline });
     }
     return messages;
@@ -312,9 +325,12 @@ export class Dispatcher {
         do {
           const page = await journal.pending(shard, clock() - config.recovery.graceMs, 500, cursor);
           if (page.items.length > 0) {
-            const count = await this.restoreFromJournal(page.items);
+            const codes = await this.restoreFromJournal(page.items);
+            const count = codes.filter((c) => c === ScriptCode.RESTORED).length;
             if (count > 0) this.deps.logger.warn("recovered events missing from the index", { shard, count });
-            restored += count;
+            restored +=
+              count +
+              (await this.finishReplays(page.items.filter((_, i) => codes[i] === ScriptCode.PRESENT)));
           }
           cursor = page.cursor;
         } while (cursor);
@@ -323,15 +339,16 @@ export class Dispatcher {
         this.deps.logger.error("recovery sweep failed on a shard", { shard, error: describe(error) });
       }
     }
+    await this.expire();
     return restored;
   }
 
   /**
-   * Restores journal items into the index; returns how many it restored. An item refused for a
+   * Restores journal items into the index; returns a code per item. An item refused for a
    * cancel's tombstone is a cancel that crashed between the index and the journal: the journal
    * still says pending, so the cancel is finished here, and the journal agrees from then on.
    */
-  private async restoreFromJournal(items: readonly JournalItem[]): Promise<number> {
+  private async restoreFromJournal(items: readonly JournalItem[]): Promise<ScriptCode[]> {
     const { index, clock } = this.deps;
     const journal = this.deps.journal!;
     const codes = await index.restore(items.map(restoreEntryOf), clock());
@@ -343,27 +360,80 @@ export class Dispatcher {
       });
       await index.confirmCancel(memberOf(item.tenant, item.id), clock());
     }
-    return codes.filter((c) => c === ScriptCode.RESTORED).length;
+    return codes;
   }
 
-  /** Rebuilds one shard's index from the journal after Redis lost its data, then marks it complete. */
-  async rebuild(shard: number): Promise<number> {
-    const { journal, index, clock, logger } = this.deps;
-    let restored = 0;
-    if (journal) {
-      let cursor: string | undefined;
-      do {
-        const page = await journal.pending(shard, undefined, 500, cursor);
-        if (page.items.length > 0) restored += await this.restoreFromJournal(page.items);
-        cursor = page.cursor;
-      } while (cursor);
+  /**
+   * Pending in the journal but still dead in the index: a replay that crashed between its two
+   * writes. Revive those, unless the index entry died after the journal's replay (a stale read).
+   */
+  private async finishReplays(present: readonly JournalItem[]): Promise<number> {
+    if (present.length === 0) return 0;
+    const results = await this.deps.index.reviveMany(
+      present.map((item) => ({
+        member: memberOf(item.tenant, item.id),
+        runAt: indexRunAt(item.runAt),
+        diedBefore: item.updatedAt,
+      })),
+    );
+    const count = results.filter((r) => r.code === ScriptCode.OK).length;
+    if (count > 0) this.deps.logger.warn("finished replays the index had missed", { count });
+    return count;
+  }
+
+  /** Dead letters leave the index when their journal items expire (HOURGLASS_RETENTION_DAYS). */
+  private async expire(): Promise<void> {
+    const { index, clock, config } = this.deps;
+    const cutoff = clock() - config.retentionSeconds * 1000;
+    for (let shard = 0; shard < config.shards; shard++) {
+      while ((await index.expire(shard, cutoff, 500)) === 500);
     }
-    await index.setEpoch(shard, String(clock()));
-    if (restored > 0) logger.warn("rebuilt shard from the journal", { shard, restored });
-    return restored;
+  }
+
+  /**
+   * One page of a shard's rebuild from the journal: the pending events after the saved cursor, in
+   * due order, so the earliest come back first. The last page marks the shard complete.
+   */
+  async rebuildStep(shard: number): Promise<{ restored: number; done: boolean }> {
+    const { journal, index, clock, logger } = this.deps;
+    const cursor = await index.rebuildCursor(shard);
+    if (cursor === undefined || !journal) return { restored: 0, done: true };
+    const page = await journal.pending(shard, undefined, REBUILD_PAGE, cursor === "" ? undefined : cursor);
+    let restored = 0;
+    if (page.items.length > 0) {
+      // Through the tombstones: a cancel whose journal write was lost stays cancelled.
+      const codes = await this.restoreFromJournal(page.items);
+      restored = codes.filter((c) => c === ScriptCode.RESTORED).length;
+    }
+    if (restored > 0) logger.warn("restored events from the journal", { shard, restored });
+    if (page.cursor) {
+      await index.saveRebuildCursor(shard, page.cursor);
+      return { restored, done: false };
+    }
+    await index.finishRebuild(shard, clock());
+    logger.warn("rebuilt shard from the journal", { shard });
+    return { restored, done: true };
+  }
+
+  /**
+   * Rebuilds one whole shard from the journal now, all pages in one call (an operator's or a
+   * test's tool; the dispatcher itself rebuilds a page per step between its claims).
+   */
+  async rebuild(shard: number): Promise<number> {
+    if (!this.deps.journal) return 0;
+    await this.deps.index.startRebuild(shard, this.deps.clock());
+    let restored = 0;
+    for (;;) {
+      const step = await this.rebuildStep(shard);
+      restored += step.restored;
+      if (step.done) return restored;
+    }
   }
 }
 
 function describe(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
+
+/** Journal items read per rebuild step; each step is one query and one restore script call. */
+const REBUILD_PAGE = 500;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { encodeBody } from "../../shared/engine/body.ts";
 import { ScriptCode } from "../../shared/engine/codes.ts";
-import type { RedisIndex } from "../../shared/engine/redis-index.ts";
+import { REDIS_TIME, type RedisIndex } from "../../shared/engine/redis-index.ts";
 
 /**
  * The behaviour every Lua script promises, run against a real Redis: a single node in one file,
@@ -91,6 +91,7 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       expect(await index.start(message, T0 + 499, LEASE)).toEqual({
         code: ScriptCode.EARLY,
         runAt: T0 + 500,
+        now: T0 + 499,
       });
       expect(await index.start({ ...message, gen: 2 }, T0 + 600, LEASE)).toMatchObject({
         code: ScriptCode.STALE,
@@ -101,6 +102,19 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       expect(await index.ack(message)).toEqual({ code: ScriptCode.OK });
       expect(await index.start(message, T0 + 502, LEASE)).toEqual({ code: ScriptCode.NOT_FOUND });
       expect(await index.inspect(member)).toBeUndefined();
+    });
+
+    it("judges early by the Redis server's clock when the caller asks for REDIS_TIME", async () => {
+      const index = getIndex();
+      await ready(index);
+      const member = `${fresh()}/clock`;
+      const runAt = Date.now() + 60_000;
+      await index.schedule([{ member, runAt, body: body() }], runAt, runAt, LEASE);
+      const message = { member, shard: index.shardOf(member), gen: 1, runAt, attempt: 0 };
+      const early = await index.start(message, REDIS_TIME, LEASE);
+      expect(early).toMatchObject({ code: ScriptCode.EARLY, runAt });
+      const serverNow = (early as { now: number }).now;
+      expect(Math.abs(serverNow - Date.now())).toBeLessThan(5_000);
     });
 
     it("redelivers an expired lease under a new gen, so the old message is stale", async () => {
@@ -224,6 +238,96 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       const claimed = (await claimAll(index, T0, T0)).find((c) => c.member === lost)!;
       expect(claimed.gen).toBe(T0 + 1);
       expect(claimed.attempt).toBe(2);
+    });
+
+    it("revives a dead letter only if it died before the journal's replay, and can lease it on the spot", async () => {
+      const index = getIndex();
+      await ready(index);
+      const member = `${fresh()}/dead`;
+      await index.schedule([{ member, runAt: T0, body: body() }], T0, T0, LEASE);
+      const m1 = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
+      await index.start(m1, T0, LEASE);
+      await index.bury(m1, T0 + 1_000);
+      // A journal read older than the death must not bring it back.
+      expect(await index.revive(member, T0 + 2_000, { diedBefore: T0 + 999 })).toEqual({
+        code: ScriptCode.STALE,
+        status: "dead",
+      });
+      const direct = { now: T0 + 2_000, dispatchUntil: T0 + 7_000, leaseMs: LEASE };
+      expect(await index.revive(member, T0 + 2_000, { diedBefore: T0 + 1_000, direct })).toEqual({
+        code: ScriptCode.DISPATCHED,
+        gen: 2,
+      });
+      expect(await index.inspect(member)).toMatchObject({ status: "dispatched", attempt: 0, gen: 2 });
+      expect(await index.revive(member, T0 + 2_000)).toEqual({
+        code: ScriptCode.CONFLICT,
+        status: "dispatched",
+      });
+    });
+
+    it("gives back the lease of an unsent dispatch, and only the dispatch that holds it", async () => {
+      const index = getIndex();
+      await ready(index);
+      const member = `${fresh()}/unsent`;
+      await index.schedule([{ member, runAt: T0, body: body() }], T0, T0, LEASE);
+      const m1 = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
+      expect(await index.release([{ ...m1, gen: 7 }], T0 + 1)).toEqual([ScriptCode.STALE]);
+      expect(await index.release([m1], T0 + 1)).toEqual([ScriptCode.OK]);
+      const [again] = await claimShard(index, m1.shard, T0 + 2);
+      expect(again).toMatchObject({ member, gen: 2, redelivered: true });
+    });
+
+    it("sends a retry due within the window straight back to the lease, with a new gen", async () => {
+      const index = getIndex();
+      await ready(index);
+      const member = `${fresh()}/soon`;
+      await index.schedule([{ member, runAt: T0, body: body() }], T0, T0, LEASE);
+      const m1 = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
+      await index.start(m1, T0, LEASE);
+      const direct = { now: T0 + 10, dispatchUntil: T0 + 5_000, leaseMs: LEASE };
+      expect(await index.retry(m1, T0 + 1_000, direct)).toEqual({ code: ScriptCode.DISPATCHED, gen: 2 });
+      expect(await index.inspect(member)).toMatchObject({
+        status: "dispatched",
+        attempt: 1,
+        runAt: T0 + 1_000,
+      });
+    });
+
+    it("expires dead letters older than the cutoff, counters included", async () => {
+      const index = getIndex();
+      await ready(index);
+      const tenant = fresh();
+      const members = [`${tenant}/old`, `${tenant}/young`];
+      await index.schedule(
+        members.map((member) => ({ member, runAt: T0, body: body() })),
+        T0,
+        T0,
+        LEASE,
+      );
+      for (const [i, member] of members.entries()) {
+        const m = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
+        await index.start(m, T0, LEASE);
+        await index.bury(m, T0 + i * 10_000);
+      }
+      for (let shard = 0; shard < index.shards; shard++) await index.expire(shard, T0 + 5_000, 100);
+      expect(await index.inspect(members[0]!)).toBeUndefined();
+      expect(await index.inspect(members[1]!)).toMatchObject({ status: "dead" });
+      const stats = await Promise.all(Array.from({ length: index.shards }, (_, s) => index.shardStats(s)));
+      expect(stats.reduce((sum, s) => sum + (s.counters[`${tenant}|test.record|dead`] ?? 0), 0)).toBe(1);
+    });
+
+    it("keeps a rebuild's cursor beside an epoch that lets claims go on, and clears it when done", async () => {
+      const index = getIndex();
+      const shard = index.shards - 1;
+      await index.client.del(index.keys(shard).epoch);
+      await index.startRebuild(shard, T0);
+      expect(await index.hasEpoch(shard)).toBe(true);
+      expect(await index.rebuildCursor(shard)).toBe("");
+      await index.saveRebuildCursor(shard, "page-2");
+      expect(await index.rebuildCursor(shard)).toBe("page-2");
+      await index.finishRebuild(shard, T0);
+      expect(await index.rebuildCursor(shard)).toBeUndefined();
+      expect(await index.hasEpoch(shard)).toBe(true);
     });
 
     it("claims the due few among many pending without touching the rest", async () => {

@@ -4,7 +4,11 @@
   events at once, so a worker's batch costs one round trip.
 
   KEYS[1] leased   KEYS[2] body   KEYS[3] meta   KEYS[4] stats
-  ARGV[1] now (ms)   ARGV[2] run lease (ms)   ARGV[3..] pairs: member, gen (from the message)
+  ARGV[1] now (ms), or "" to use Redis's own clock (TIME)   ARGV[2] run lease (ms)
+  ARGV[3..] pairs: member, gen (from the message)
+
+  Workers pass "": "early" is then judged by one clock, the index's, not by whichever worker
+  asks (a worker whose clock runs ahead, or whose timer fired early, would otherwise start early).
 
   Returns three fields per event, in order:
     0, attempt, body   OK: running now, attempt counted
@@ -12,11 +16,16 @@
     5, status, ""      STALE: superseded by a later dispatch, a reschedule or a cancel; status
                        "unreadable" when its meta cannot be read (the next claim quarantines it)
     6, "", ""          DUPLICATE: this dispatch is already running elsewhere
-    7, runAt, ""       EARLY: the event is not due yet; the caller must wait
+    7, runAt, now      EARLY: the event is not due yet (by `now`, the time judged by); the
+                       caller must wait `runAt - now` and ask again
 ]]
 -- @include state
 
 local now = tonumber(ARGV[1])
+if ARGV[1] == "" then
+  local time = redis.call("TIME")
+  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
 local deadline = now + tonumber(ARGV[2])
 local out = {}
 local leases = {}
@@ -42,7 +51,7 @@ for i = 3, #ARGV, 2 do
     elseif status ~= "dispatched" then
       out[#out + 1] = 5; out[#out + 1] = status; out[#out + 1] = ""
     elseif now < runAt then
-      out[#out + 1] = 7; out[#out + 1] = runAt; out[#out + 1] = ""
+      out[#out + 1] = 7; out[#out + 1] = runAt; out[#out + 1] = now
     else
       started[member] = true
       metas[#metas + 1] = member
