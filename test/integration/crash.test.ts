@@ -334,12 +334,19 @@ describe("a crash inside a rebuild loses nothing and runs nothing twice", () => 
   }
 
   for (const [method, when] of [
+    ["startRebuild", "before"],
+    ["startRebuild", "after"],
     ["restore", "before"],
     ["restore", "after"],
-    ["setEpoch", "before"],
-    ["setEpoch", "after"],
+    ["finishRebuild", "before"],
+    ["finishRebuild", "after"],
   ] as const) {
-    it(`rebuild: ${when} ${method === "restore" ? "restoring a page" : "marking the shard complete"}`, async () => {
+    const step = {
+      startRebuild: "starting the rebuild (its cursor and epoch)",
+      restore: "restoring a page",
+      finishRebuild: "marking the shard complete",
+    }[method];
+    it(`rebuild: ${when} ${step}`, async () => {
       const tenant = `crash${tenantCount++}`;
       const ids = [0, 1, 2].map((i) => `rebuild-${method}-${when}-${i}`);
       await hg.events.scheduleBatch(
