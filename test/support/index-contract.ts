@@ -316,6 +316,78 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       expect(stats.reduce((sum, s) => sum + (s.counters[`${tenant}|test.record|dead`] ?? 0), 0)).toBe(1);
     });
 
+    it("expires confirmed cancel tombstones older than the cutoff, never unconfirmed ones", async () => {
+      const index = getIndex();
+      await ready(index);
+      const tenant = fresh();
+      const [old, unconfirmed, young] = [`${tenant}/old`, `${tenant}/unconfirmed`, `${tenant}/young`];
+      await index.schedule(
+        [old, unconfirmed, young].map((member) => ({ member, runAt: T0 + 600_000, body: body() })),
+        T0,
+        T0,
+        LEASE,
+      );
+      for (const member of [old, unconfirmed, young]) await index.cancel(member, T0);
+      await index.confirmCancel(old, T0);
+      await index.confirmCancel(young, T0 + 10_000);
+      for (let shard = 0; shard < index.shards; shard++) await index.expire(shard, T0 + 5_000, 100);
+      const tombstone = (member: string) =>
+        index.client.zscore(index.keys(index.shardOf(member)).cancelled, member);
+      expect(await tombstone(old)).toBeNull();
+      expect(await tombstone(unconfirmed)).not.toBeNull();
+      expect(await tombstone(young)).not.toBeNull();
+      const entry = (member: string) => ({
+        member,
+        runAt: T0,
+        body: body(),
+        attempt: 0,
+        status: "scheduled" as const,
+        version: 0,
+      });
+      expect(await index.restore([entry(old), entry(unconfirmed), entry(young)], T0 + 20_000)).toEqual([
+        ScriptCode.RESTORED,
+        ScriptCode.TOMBSTONED,
+        ScriptCode.TOMBSTONED,
+      ]);
+    });
+
+    it("revive and a direct retry keep the entry's version, and revive answers CONFLICT for unreadable meta", async () => {
+      const index = getIndex();
+      await ready(index);
+      const tenant = fresh();
+      const [dead, running, garbled] = [`${tenant}/dead`, `${tenant}/running`, `${tenant}/garbled`];
+      await index.schedule(
+        [dead, running, garbled].map((member) => ({ member, runAt: T0, body: body() })),
+        T0,
+        T0,
+        LEASE,
+      );
+      const metaOf = (member: string) => index.client.hget(index.keys(index.shardOf(member)).meta, member);
+      for (const member of [dead, running]) {
+        const m = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
+        await index.start(m, T0, LEASE);
+        // A version, as a versioned reschedule leaves it (status|attempt|gen|runAt|version).
+        await index.client.hset(index.keys(m.shard).meta, member, `running|1|1|${T0}|7`);
+        if (member === dead) await index.bury(m, T0 + 1_000);
+      }
+      await index.client.hset(index.keys(index.shardOf(garbled)).meta, garbled, "dead|x|1|");
+      const direct = { now: T0 + 2_000, dispatchUntil: T0 + 60_000, leaseMs: LEASE };
+
+      expect(await index.revive(dead, T0 + 2_000, { direct })).toEqual({
+        code: ScriptCode.DISPATCHED,
+        gen: 2,
+      });
+      expect(await metaOf(dead)).toBe(`dispatched|0|2|${T0 + 2_000}|7`);
+      expect(await index.revive(garbled, T0 + 2_000, { direct })).toEqual({
+        code: ScriptCode.CONFLICT,
+        status: "unreadable",
+      });
+
+      const m = { member: running, shard: index.shardOf(running), gen: 1, runAt: T0, attempt: 1 };
+      expect(await index.retry(m, T0 + 3_000, direct)).toMatchObject({ code: ScriptCode.DISPATCHED, gen: 2 });
+      expect(await metaOf(running)).toBe(`dispatched|1|2|${T0 + 3_000}|7`);
+    });
+
     it("keeps a rebuild's cursor beside an epoch that lets claims go on, and clears it when done", async () => {
       const index = getIndex();
       const shard = index.shards - 1;
