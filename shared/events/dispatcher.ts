@@ -172,7 +172,9 @@ export class Dispatcher {
       if (result.epochMissing) {
         report.rebuiltShards.push(shard);
         if (journal) {
-          this.deps.logger.warn("shard lost its index; rebuilding it from the journal", { shard });
+          // Debug, not a warning: a first start on an empty Redis lands here too. What a real loss
+          // costs is warned about as the rebuild restores events (see rebuildStep).
+          this.deps.logger.debug("shard has no index yet; rebuilding it from the journal", { shard });
           await index.startRebuild(shard, now);
           rebuilding = true;
         } else {
@@ -411,7 +413,10 @@ export class Dispatcher {
       return { restored, done: false };
     }
     await index.finishRebuild(shard, clock());
-    logger.warn("rebuilt shard from the journal", { shard });
+    // A rebuild that found nothing at all is a first start on an empty index, not a data loss:
+    // worth a debug line, not a warning on every fresh `npm start`.
+    if (cursor === "" && page.items.length === 0) logger.debug("shard index is new and empty", { shard });
+    else logger.info("rebuilt shard from the journal", { shard });
     return { restored, done: true };
   }
 
