@@ -150,6 +150,7 @@ export class EventService {
       now + config.lookAheadMs,
       config.dispatchLeaseMs,
     );
+    for (const { event } of toIndex) this.deps.metrics?.created(event.tenant, event.type);
     const dispatchNow: DispatchMessage[] = [];
     toIndex.forEach(({ event, position }, i) => {
       const member = memberOf(event.tenant, event.id);

@@ -1,5 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { HourglassConfig } from "../config.ts";
+import { mountDashboard } from "../dashboard/routes.ts";
 import { JournalRequiredError } from "../events/errors.ts";
 import type { EventService } from "../events/service.ts";
 import { fieldIssues } from "../events/validate.ts";
@@ -7,6 +8,7 @@ import type { Hourglass } from "../hourglass.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import type { StockLedger } from "../ledger/ledger-service.ts";
 import type { Logger } from "../logger.ts";
+import { type Insights, insightsOf } from "../metrics-store/insights.ts";
 import { jsonBodies } from "./body.ts";
 import { mountDocs } from "./docs.ts";
 import { checkHealth, type HealthReport } from "./health.ts";
@@ -35,6 +37,8 @@ export interface ApiDeps {
   /** Absent in the engine-only mode: their routes then answer 501. */
   readonly leases: LeaseService | undefined;
   readonly ledger: StockLedger | undefined;
+  /** Metrics and the pending timeline; absent only where an app is built without Redis. */
+  readonly insights?: Insights;
   health(): Promise<HealthReport>;
 }
 
@@ -45,6 +49,7 @@ export function apiDeps(hourglass: Hourglass): ApiDeps {
     events: hourglass.events,
     leases: hourglass.leases,
     ledger: hourglass.ledger,
+    insights: insightsOf(hourglass),
     health: () => checkHealth(hourglass),
   };
 }
@@ -81,6 +86,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   mountOperationRoutes(app, deps.events);
   mountLeaseRoutes(app, () => deps.leases ?? unavailable("leases"));
   mountStockRoutes(app, () => deps.ledger ?? unavailable("the stock ledger"));
+  mountDashboard(app, () => deps.insights ?? unavailable("metrics"));
 
   app.notFound((c) =>
     sendProblem(c, problem("not-found", "No such route", 404, { detail: `${c.req.method} ${c.req.path}` })),
