@@ -34,6 +34,7 @@ const server = serve({ fetch: app.fetch, port: config.port, hostname: "127.0.0.1
 const runtime = startRuntime(hourglass);
 hourglass.logger.info(`Hourglass is running at http://127.0.0.1:${config.port}`, {
   docs: `http://127.0.0.1:${config.port}/docs`,
+  dashboard: `http://127.0.0.1:${config.port}/dashboard`,
   tickMs: config.tickMs,
   lookAheadMs: config.lookAheadMs,
 });

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
 import ms from "ms";
 import { type EventBody, HourglassApiError, HourglassClient } from "../client/client.ts";
+import { addDashboardCommand } from "./dashboard-command.ts";
 import { importEvents } from "./import.ts";
 import { addLedgerCommands } from "./ledger-commands.ts";
 import { eventDetails, eventTable, output } from "./output.ts";
@@ -202,6 +203,7 @@ export function program(): Command {
     });
 
   addLedgerCommands(root, context);
+  addDashboardCommand(root);
   return root;
 }
 

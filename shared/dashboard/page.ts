@@ -11,6 +11,7 @@ export function dashboardHtml(): string {
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <meta name="color-scheme" content="light dark">
   <title>Hourglass dashboard</title>
+  <link rel="icon" href="data:,">
   <link rel="stylesheet" href="dashboard/assets/app.css">
   <script type="module" src="dashboard/assets/app.js"></script>
 </head>
