@@ -63,9 +63,9 @@ export function App() {
         Skip to content
       </button>
       <header class="top">
-        <span class="brand" aria-hidden="true">
-          ⧗
-        </span>
+        <svg class="brand" viewBox="0 0 16 20" width="16" height="20" aria-hidden="true">
+          <path d="M2 1h12M2 19h12M3 1c0 6 10 6 10 9s-10 3-10 9M13 1c0 6-10 6-10 9s10 3 10 9" />
+        </svg>
         <span class="brand-name">Hourglass</span>
         <nav aria-label="Dashboard">
           <ul>

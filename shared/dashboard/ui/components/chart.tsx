@@ -17,6 +17,8 @@ interface Props {
   readonly stacked?: boolean;
   readonly height?: number;
   readonly unit?: string;
+  /** Mark every value: for sparse series, where a lone minute would draw no line at all. */
+  readonly points?: boolean;
 }
 
 export const PALETTE = [
@@ -34,7 +36,7 @@ export const PALETTE = [
  * A uPlot chart: lines, or bars stacked by drawing cumulative sums from the tallest down. Built
  * again when the set of series or the theme changes; otherwise only its data is replaced.
  */
-export function Chart({ label, x, series, stacked = false, height = 220, unit = "" }: Props) {
+export function Chart({ label, x, series, stacked = false, height = 220, unit = "", points = false }: Props) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const theme = useResolvedTheme();
@@ -76,6 +78,7 @@ export function Chart({ label, x, series, stacked = false, height = 220, unit = 
           width: stacked ? 0 : 2,
           ...(stacked && { fill: s.color, ...(bars && { paths: bars }) }),
           spanGaps: false,
+          points: { show: points && !stacked, size: 6 },
         })),
       ],
     };

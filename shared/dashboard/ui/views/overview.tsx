@@ -136,6 +136,7 @@ function MetricsPanel({ metrics }: { metrics: Metrics }) {
           label={`Lateness at handler start: p50 ${ms(t.lateness.lastHour.p50Ms)}, p99 ${ms(t.lateness.lastHour.p99Ms)} over the last hour.`}
           x={x}
           unit=" ms"
+          points
           series={[
             { label: "p50", color: PALETTE[0]!, values: t.latenessP50Ms },
             { label: "p99", color: PALETTE[3]!, values: t.latenessP99Ms },
