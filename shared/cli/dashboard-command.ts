@@ -1,9 +1,6 @@
 import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
 import { type Command, InvalidArgumentError } from "commander";
 import type { Hono } from "hono";
-import { sigV4Signer } from "../client/sigv4.ts";
-import { dashboardProxy } from "../dashboard/proxy.ts";
 
 interface Globals {
   url: string;
@@ -30,6 +27,12 @@ export function addDashboardCommand(root: Command): void {
     .description("serve the dashboard on 127.0.0.1 for --url, signing its API calls with --sigv4")
     .option("--port <port>", "local port (0 picks a free one)", port, 4000)
     .action(async (options: { port: number }, command: Command) => {
+      // Loaded here, not at the top: every other command starts faster without a server in it.
+      const [{ serve }, { dashboardProxy }, { sigV4Signer }] = await Promise.all([
+        import("@hono/node-server"),
+        import("../dashboard/proxy.ts"),
+        import("../client/sigv4.ts"),
+      ]);
       const globals = command.optsWithGlobals<Globals>();
       const sign = globals.sigv4 ? sigV4Signer(globals.region ? { region: globals.region } : {}) : undefined;
       // The proxy needs its own origin, known only once the port is bound (--port 0).
