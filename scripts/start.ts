@@ -96,6 +96,7 @@ try {
   runtime = startRuntime(hourglass);
   hourglass.logger.info(`Hourglass is running at http://127.0.0.1:${config.port}`, {
     docs: `http://127.0.0.1:${config.port}/docs`,
+    dashboard: `http://127.0.0.1:${config.port}/dashboard`,
     tickMs: config.tickMs,
     lookAheadMs: config.lookAheadMs,
   });

@@ -20,6 +20,7 @@ import { LeaseService } from "./leases/lease-service.ts";
 import { expiryScheduler, reservationExpiryHandler } from "./ledger/expiry.ts";
 import { StockLedger } from "./ledger/ledger-service.ts";
 import { createLogger, type Logger } from "./logger.ts";
+import { MetricsRecorder } from "./metrics-store/recorder.ts";
 import { loadSecrets, withAuthToken } from "./secrets.ts";
 import { SqsTransport } from "./transport/sqs.ts";
 import type { Transport } from "./transport/transport.ts";
@@ -59,6 +60,8 @@ export interface Hourglass {
   readonly events: EventService;
   readonly dispatcher: Dispatcher;
   readonly worker: Worker;
+  /** Per-minute throughput and lateness in Redis, read by `GET /v1/metrics`. */
+  readonly metrics: MetricsRecorder;
   close(): Promise<void>;
 }
 
@@ -108,6 +111,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     ? new EventJournal(dynamo, config.tables.events, config.retentionSeconds, dynamoReads)
     : undefined;
   const index = new RedisIndex(redis, config.keyPrefix, config.shards);
+  const metrics = new MetricsRecorder(redis, config.keyPrefix, logger, options.clock ?? Date.now);
   const deps: EngineDeps = {
     config,
     index,
@@ -116,6 +120,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     registry,
     logger,
     clock: options.clock ?? Date.now,
+    metrics,
   };
   const leases = config.journal ? new LeaseService(dynamo, config.tables.leases, deps.clock) : undefined;
   const events = new EventService(deps);
@@ -142,7 +147,9 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     events,
     dispatcher: new Dispatcher(deps, leases),
     worker: new Worker(deps, options.workerHooks),
+    metrics,
     async close() {
+      await metrics.flush();
       redis.disconnect();
       dynamo.destroy();
       dynamoReads.destroy();

@@ -7,4 +7,13 @@ import { apiDeps, createApp } from "../../shared/http/app.ts";
 // Built once per container, at module scope, and reused by every invocation.
 const hourglass = await createHourglass({ service: "hourglass-api", handlers });
 
-export const handler = handle(createApp(apiDeps(hourglass)));
+const app = handle(createApp(apiDeps(hourglass)));
+
+// The metrics of created events are flushed before Lambda freezes the process between invocations.
+export const handler: typeof app = async (event, context) => {
+  try {
+    return await app(event, context);
+  } finally {
+    await hourglass.metrics.flush();
+  }
+};

@@ -17,5 +17,6 @@ export const handler = async (event: SQSEvent, context: Context) => {
     return await processBatch(event, context);
   } finally {
     metrics.publishStoredMetrics();
+    await hourglass.metrics.flush(); // before Lambda freezes the process, so the dashboard sees this batch
   }
 };

@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { TimeoutError } from "ky";
 import ms from "ms";
 import { type EventBody, HourglassApiError, HourglassClient } from "../client/client.ts";
+import { addDashboardCommand } from "./dashboard-command.ts";
 import { importEvents } from "./import.ts";
 import { addLedgerCommands } from "./ledger-commands.ts";
 import { checkRequiredOptions, need } from "./options.ts";
@@ -220,6 +221,7 @@ export function program(): Command {
     });
 
   addLedgerCommands(root, context);
+  addDashboardCommand(root);
   return root;
 }
 

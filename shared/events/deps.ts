@@ -6,6 +6,7 @@ import type { HandlerRegistry } from "../handlers/registry.ts";
 import type { JournalItem } from "../journal/item.ts";
 import type { EventJournal } from "../journal/journal.ts";
 import type { Logger } from "../logger.ts";
+import type { EngineMetrics } from "../metrics-store/recorder.ts";
 import type { Transport } from "../transport/transport.ts";
 import type { EventView } from "./model.ts";
 import { indexRunAt } from "./run-at.ts";
@@ -21,6 +22,8 @@ export interface EngineDeps {
   readonly logger: Logger;
   /** Epoch ms. Injected so tests can steer time. */
   readonly clock: () => number;
+  /** Per-minute throughput and lateness for the dashboard and `GET /v1/metrics`; optional in tests. */
+  readonly metrics?: EngineMetrics;
 }
 
 /** The index entry that re-creates a journal item's pending state. */

@@ -170,6 +170,7 @@ export class EventService {
         this.deps.logger.warn("replaced stale index entries under reused ids", { count: stale.length });
       }
     }
+    for (const { event } of toIndex) this.deps.metrics?.created(event.tenant, event.type);
     const dispatchNow: DispatchMessage[] = [];
     toIndex.forEach(({ event, position }, i) => {
       const member = memberOf(event.tenant, event.id);

@@ -125,7 +125,11 @@ export class Worker {
       failure = await this.runHandler(body, event, deadline);
     }
     const done = event;
-    return failure === undefined ? this.succeed(done) : this.fail(done, body, maxAttempts, failure);
+    const result = await (failure === undefined
+      ? this.succeed(done)
+      : this.fail(done, body, maxAttempts, failure));
+    this.deps.metrics?.finished(tenant, body.type, result.outcome);
+    return result;
   }
 
   private async startWhenDue(message: DispatchMessage, wait: number): Promise<StartResult> {
@@ -154,6 +158,7 @@ export class Worker {
     const startedAt = clock();
     event.lateMs = startedAt - event.message.runAt;
     this.hooks.onStart?.(event.message, startedAt);
+    this.deps.metrics?.started(event.tenant, body.type, event.lateMs);
     logger.info("event running", {
       id: event.id,
       tenant: event.tenant,

@@ -1,5 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { HourglassConfig } from "../config.ts";
+import { mountDashboard } from "../dashboard/routes.ts";
 import { JournalRequiredError } from "../events/errors.ts";
 import type { EventService } from "../events/service.ts";
 import { fieldIssues } from "../events/validate.ts";
@@ -8,6 +9,7 @@ import type { Hourglass } from "../hourglass.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import type { StockLedger } from "../ledger/ledger-service.ts";
 import type { Logger } from "../logger.ts";
+import { type Insights, insightsOf } from "../metrics-store/insights.ts";
 import { jsonBodies } from "./body.ts";
 import { mountDocs } from "./docs.ts";
 import { checkHealth, type HealthReport } from "./health.ts";
@@ -39,6 +41,8 @@ export interface ApiDeps {
   readonly leases: LeaseService | undefined;
   readonly ledger: StockLedger | undefined;
   readonly signing: Pick<WebhookSigning, "secretsFor" | "rotate"> | undefined;
+  /** Metrics and the pending timeline; absent only where an app is built without Redis. */
+  readonly insights?: Insights;
   health(): Promise<HealthReport>;
 }
 
@@ -50,6 +54,7 @@ export function apiDeps(hourglass: Hourglass): ApiDeps {
     leases: hourglass.leases,
     ledger: hourglass.ledger,
     signing: hourglass.signing,
+    insights: insightsOf(hourglass),
     health: () => checkHealth(hourglass),
   };
 }
@@ -89,6 +94,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   mountLeaseRoutes(app, () => deps.leases ?? unavailable("leases"));
   mountStockRoutes(app, () => deps.ledger ?? unavailable("the stock ledger"));
   mountWebhookSecretRoutes(app, () => deps.signing ?? unavailable("webhook signing"));
+  mountDashboard(app, () => deps.insights ?? unavailable("metrics"));
 
   app.notFound((c) =>
     sendProblem(c, problem("not-found", "No such route", 404, { detail: `${c.req.method} ${c.req.path}` })),

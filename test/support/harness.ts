@@ -47,6 +47,7 @@ export async function testHourglass(
   return {
     ...hourglass,
     async destroy() {
+      await hourglass.metrics.flush(); // so no metrics key is written after the keys are deleted
       const keys = await scanKeys(hourglass, `{${name}:*`);
       if (keys.length > 0) await hourglass.redis.del(...keys);
       await hourglass.close();
