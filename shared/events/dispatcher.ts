@@ -17,6 +17,8 @@ export interface TickReport {
   restored: number;
   rebuiltShards: number[];
   skippedGroups: number;
+  /** Occurrences of recurring schedules created by the tick hook. */
+  materialized: number;
 }
 
 /** Lease names of the system live under a tenant no client can have (`~` is not allowed in tenants). */
@@ -35,6 +37,8 @@ export class Dispatcher {
   constructor(
     private readonly deps: EngineDeps,
     private readonly leases: LeaseService | undefined,
+    /** Runs at the start of every tick (schedule materialization); returns the events it created. */
+    private readonly beforeDrain?: (budgetMs: number) => Promise<number>,
   ) {}
 
   async tick(budgetMs: number): Promise<TickReport> {
@@ -48,7 +52,10 @@ export class Dispatcher {
       restored: 0,
       rebuiltShards: [],
       skippedGroups: 0,
+      materialized: 0,
     };
+    // Recurring schedules first, so occurrences due within the look-ahead are claimed this tick.
+    if (this.beforeDrain) report.materialized = await this.beforeDrain(budgetMs);
     await Promise.all(
       this.groups().map(async (shards, group) => {
         const token = await this.leaseGroup(group, budgetMs + 10_000);

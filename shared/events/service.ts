@@ -106,6 +106,11 @@ export class EventService {
     return results;
   }
 
+  /** Stores events another module built and validated, with their own ids (schedule occurrences). */
+  async storeMany(events: readonly NewEvent[]): Promise<BatchItemResult[]> {
+    return this.store(events, this.deps.clock());
+  }
+
   private async store(events: readonly NewEvent[], now: number): Promise<BatchItemResult[]> {
     const { index, journal, config } = this.deps;
     const results: BatchItemResult[] = new Array(events.length);
