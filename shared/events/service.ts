@@ -29,6 +29,8 @@ export type BatchItemResult =
 export interface ListOptions {
   readonly status?: EventStatus | undefined;
   readonly type?: string | undefined;
+  /** Only a recurring schedule's occurrences, whose ids start with `<scheduleId>@`. */
+  readonly scheduleId?: string | undefined;
   readonly limit: number;
   readonly cursor?: string | undefined;
 }
@@ -248,6 +250,7 @@ export class EventService {
         const view = overlay(viewOf(item, this.deps.config.retry.maxAttempts), lives[i]);
         if (options.status && view.status !== options.status) return;
         if (options.type && view.type !== options.type) return;
+        if (options.scheduleId && !view.id.startsWith(`${options.scheduleId}@`)) return;
         if (events.length < options.limit) events.push(view);
       });
       cursor = page.cursor;

@@ -7,6 +7,7 @@ import type { Hourglass } from "../hourglass.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import type { StockLedger } from "../ledger/ledger-service.ts";
 import type { Logger } from "../logger.ts";
+import type { ScheduleService } from "../schedules/service.ts";
 import { jsonBodies } from "./body.ts";
 import { mountDocs } from "./docs.ts";
 import { checkHealth, type HealthReport } from "./health.ts";
@@ -14,6 +15,7 @@ import { problem, problemFor, sendProblem } from "./problem.ts";
 import { mountEventRoutes } from "./routes/events.ts";
 import { mountLeaseRoutes } from "./routes/leases.ts";
 import { mountHealthRoute, mountOperationRoutes } from "./routes/operations.ts";
+import { mountScheduleRoutes } from "./routes/schedules.ts";
 import { mountStockRoutes } from "./routes/stock.ts";
 import { type TenantEnv, tenancy } from "./tenancy.ts";
 
@@ -35,6 +37,7 @@ export interface ApiDeps {
   /** Absent in the engine-only mode: their routes then answer 501. */
   readonly leases: LeaseService | undefined;
   readonly ledger: StockLedger | undefined;
+  readonly schedules?: ScheduleService | undefined;
   health(): Promise<HealthReport>;
 }
 
@@ -45,6 +48,7 @@ export function apiDeps(hourglass: Hourglass): ApiDeps {
     events: hourglass.events,
     leases: hourglass.leases,
     ledger: hourglass.ledger,
+    schedules: hourglass.schedules,
     health: () => checkHealth(hourglass),
   };
 }
@@ -81,6 +85,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   mountOperationRoutes(app, deps.events);
   mountLeaseRoutes(app, () => deps.leases ?? unavailable("leases"));
   mountStockRoutes(app, () => deps.ledger ?? unavailable("the stock ledger"));
+  mountScheduleRoutes(app, () => deps.schedules ?? unavailable("recurring schedules"));
 
   app.notFound((c) =>
     sendProblem(c, problem("not-found", "No such route", 404, { detail: `${c.req.method} ${c.req.path}` })),
