@@ -11,7 +11,7 @@ import type * as scheduler from "aws-cdk-lib/aws-scheduler";
 import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { EVENTS_TABLE, LEASES_TABLE, LEDGER_TABLE } from "../../shared/resources.ts";
+import { EVENTS_TABLE, LEASES_TABLE, LEDGER_TABLE, SCHEDULES_TABLE } from "../../shared/resources.ts";
 import {
   attachWorker,
   createApi,
@@ -38,6 +38,7 @@ export class Hourglass extends Construct {
   public readonly eventsTable: dynamodb.TableV2;
   public readonly leasesTable: dynamodb.TableV2;
   public readonly ledgerTable: dynamodb.TableV2;
+  public readonly schedulesTable: dynamodb.TableV2;
   /** Undefined when `externalRedis` is given. */
   public readonly cache: Cache | undefined;
   public readonly functionsSecurityGroup: ec2.SecurityGroup;
@@ -71,6 +72,7 @@ export class Hourglass extends Construct {
     this.eventsTable = createTable(this, "Events", EVENTS_TABLE, production);
     this.leasesTable = createTable(this, "Leases", LEASES_TABLE, production);
     this.ledgerTable = createTable(this, "Ledger", LEDGER_TABLE, production);
+    this.schedulesTable = createTable(this, "Schedules", SCHEDULES_TABLE, production);
     this.cache = props.externalRedis
       ? undefined
       : createCache(
@@ -134,6 +136,7 @@ export class Hourglass extends Construct {
         HOURGLASS_EVENTS_TABLE: this.eventsTable.tableName,
         HOURGLASS_LEASES_TABLE: this.leasesTable.tableName,
         HOURGLASS_LEDGER_TABLE: this.ledgerTable.tableName,
+        HOURGLASS_SCHEDULES_TABLE: this.schedulesTable.tableName,
         HOURGLASS_QUEUE_URL: this.queue.queueUrl,
         HOURGLASS_LOOKAHEAD_SECONDS: String((props.lookAhead ?? Duration.minutes(2)).toSeconds()),
         HOURGLASS_SECRET_ARNS: secrets.map((s) => s.secretArn).join(","),
@@ -163,6 +166,8 @@ export class Hourglass extends Construct {
       grantSecrets(fn, secrets);
       this.queue.grantSendMessages(fn);
     }
+    // Schedules are read and written by the API and materialized by the dispatcher; the worker never touches them.
+    for (const fn of [this.apiFunction, this.dispatcherFunction]) grantTables(fn, [this.schedulesTable]);
     attachWorker(this.workerFunction, this.queue, props.workerMaxConcurrency ?? 50);
     for (const [, fn] of handlerFunctions) fn.grantInvoke(this.workerFunction);
 
