@@ -5,6 +5,7 @@ import { type EventBody, HourglassApiError, HourglassClient } from "../client/cl
 import { importEvents } from "./import.ts";
 import { addLedgerCommands } from "./ledger-commands.ts";
 import { eventDetails, eventTable, output } from "./output.ts";
+import { addScheduleCommands } from "./schedule-commands.ts";
 
 interface Globals {
   url: string;
@@ -202,6 +203,7 @@ export function program(): Command {
     });
 
   addLedgerCommands(root, context);
+  addScheduleCommands(root, context);
   return root;
 }
 
