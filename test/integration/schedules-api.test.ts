@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { HourglassClient } from "../../shared/client/client.ts";
 import { ScheduleService } from "../../shared/schedules/service.ts";
 import { ScheduleStore } from "../../shared/schedules/store.ts";
+import { runCli } from "../support/cli.ts";
 import { recorder } from "../support/recorder.ts";
 import { useApiServer } from "../support/server.ts";
 
@@ -175,5 +177,65 @@ describe("editing, pausing, resuming, deleting", () => {
     expect(stats.json.schedules.active).toBeGreaterThan(0);
     expect(stats.json.schedules.paused).toBeGreaterThan(0);
     expect(stats.json).toMatchObject({ occurrences: expect.any(Number), skipped: 0, missed: 0 });
+  });
+});
+
+describe("the typed client and the CLI", () => {
+  it("pages through schedules with for await, and reads, pauses, resumes and deletes", async () => {
+    const client = new HourglassClient({ url: served.api.base, retries: 0 });
+    for (const id of ["client-a", "client-b", "client-c"]) {
+      await client.createSchedule({ ...base, id, event: { type: "test.record", payload: {} } });
+    }
+    const ids: string[] = [];
+    for await (const s of client.listAllSchedules({ limit: 1 })) ids.push(s.id);
+    expect(ids).toEqual(expect.arrayContaining(["client-a", "client-b", "client-c"]));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect((await client.nextOccurrences("client-a", 2)).map((o) => o.local)).toHaveLength(2);
+    expect((await client.pauseSchedule("client-a")).state).toBe("paused");
+    expect((await client.resumeSchedule("client-a")).state).toBe("active");
+    expect((await client.updateSchedule("client-a", { jitterSeconds: 30 })).jitterSeconds).toBe(30);
+    expect((await client.deleteSchedule("client-a")).id).toBe("client-a");
+    await expect(client.getSchedule("client-a")).rejects.toMatchObject({ status: 404 });
+    expect((await client.scheduleStats()).schedules.active).toBeGreaterThan(0);
+  });
+
+  it("hourglass schedules create, ls, next and rm", async () => {
+    const created = await runCli(
+      served.api.base,
+      "--json",
+      "schedules",
+      "create",
+      "--id",
+      "cli-one",
+      "--cron",
+      "0 9 * * MON-FRI",
+      "--tz",
+      "America/New_York",
+      "--type",
+      "test.record",
+      "--payload",
+      "{}",
+    );
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ id: "cli-one", state: "active" });
+    const listed = await runCli(served.api.base, "schedules", "ls");
+    expect(listed.stdout).toContain("cli-one");
+    const next = await runCli(served.api.base, "schedules", "next", "cli-one", "--count", "2");
+    expect(next.stdout.trim().split("\n")).toHaveLength(2);
+    expect(next.stdout).toMatch(/T09:00:00-0[45]:00/);
+    const refused = await runCli(
+      served.api.base,
+      "schedules",
+      "create",
+      "--cron",
+      "0 0 30 2 *",
+      "--type",
+      "test.record",
+      "--payload",
+      "{}",
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("never fires");
+    expect((await runCli(served.api.base, "schedules", "rm", "cli-one")).code).toBe(0);
   });
 });
