@@ -1,9 +1,8 @@
 import { readFileSync } from "node:fs";
-import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import Table from "cli-table3";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import type { HourglassClient, ScheduleBody } from "../client/client.ts";
-import { type ImportRow, importFromEventBridge } from "./eventbridge-import.ts";
+import type { ImportRow } from "./eventbridge-import.ts";
 import type { Output } from "./output.ts";
 
 type Context = (command: Command) => { client: HourglassClient; out: Output };
@@ -204,6 +203,9 @@ export function addScheduleCommands(root: Command, context: Context): void {
     .option("--no-progress", "no progress bar")
     .action(async (options, command: Command) => {
       const { client, out } = context(command);
+      // Loaded only here: every other command starts without the Scheduler SDK.
+      const { SchedulerClient } = await import("@aws-sdk/client-scheduler");
+      const { importFromEventBridge } = await import("./eventbridge-import.ts");
       const scheduler = new SchedulerClient(options.awsRegion ? { region: options.awsRegion } : {});
       const rows = await importFromEventBridge(scheduler, client, {
         group: options.group,

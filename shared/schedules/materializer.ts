@@ -9,7 +9,7 @@ import type { Logger } from "../logger.ts";
 import { between, type Evaluator, evaluator } from "./evaluate.ts";
 import { type ScheduleItem, specOf } from "./model.ts";
 import { cancelEvents, isFinished, occurrenceEvent } from "./occurrences.ts";
-import { materializeHorizonMs } from "./service.ts";
+import { materializeEveryMs, materializeHorizonMs } from "./service.ts";
 import { type Advance, DUE_SHARDS, type ScheduleStore } from "./store.ts";
 
 /** catchUp "all" runs at most this many missed occurrences (the most recent); older ones count as missed. */
@@ -59,6 +59,7 @@ interface Plan {
  */
 export class Materializer {
   private readonly owner = `materializer-${randomUUID()}`;
+  private lastRun = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly deps: MaterializerDeps) {}
 
@@ -67,6 +68,8 @@ export class Materializer {
     const report: MaterializeReport = { schedules: 0, materialized: 0, skipped: 0, missed: 0 };
     const { clock, logger } = this.deps;
     const deadline = clock() + budgetMs;
+    if (clock() - this.lastRun < materializeEveryMs(this.deps.config)) return report;
+    this.lastRun = clock();
     try {
       const token = await this.lease(budgetMs + 10_000);
       if (token === null) return report;

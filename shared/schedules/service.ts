@@ -46,9 +46,17 @@ export interface Occurrence {
   readonly local: string;
 }
 
-/** How far ahead of now the dispatcher materializes occurrences: the look-ahead, one tick, and a second. */
+/**
+ * How often the dispatcher materializes, at most: each pass queries every due shard, so a fast
+ * tick (tests run 100 ms) does not multiply the DynamoDB reads.
+ */
+export function materializeEveryMs(config: HourglassConfig): number {
+  return Math.max(config.tickMs, 1_000);
+}
+
+/** How far ahead of now the dispatcher materializes occurrences: the look-ahead, one pass, and a second. */
 export function materializeHorizonMs(config: HourglassConfig): number {
-  return config.lookAheadMs + config.tickMs + 1_000;
+  return config.lookAheadMs + materializeEveryMs(config) + 1_000;
 }
 
 /**
