@@ -71,6 +71,13 @@ export class Materializer {
     if (clock() - this.lastRun < materializeEveryMs(this.deps.config)) return report;
     this.lastRun = clock();
     try {
+      // Most ticks find nothing due: a one-item read per shard answers that without taking the
+      // lease, whose two writes a tick would otherwise cost every dispatcher.
+      const horizon = clock() + materializeHorizonMs(this.deps.config);
+      const probes = await Promise.all(
+        Array.from({ length: DUE_SHARDS }, (_, s) => this.deps.store.due(s, horizon, 1)),
+      );
+      if (probes.every((p) => p.items.length === 0)) return report;
       const token = await this.lease(budgetMs + 10_000);
       if (token === null) return report;
       try {
