@@ -11,7 +11,6 @@ import {
   enqueueSingle,
   steady,
 } from "./hourglass.ts";
-import { recurring } from "./schedules.ts";
 import type { Lateness } from "./stats.ts";
 
 /**
@@ -28,8 +27,6 @@ const N = {
   burst: Math.round(20_000 * scale),
   fullEnqueue: Math.round(10_000 * scale),
   steadySeconds: values.quick ? 3 : 8,
-  schedules: Math.round(10_000 * scale),
-  scheduleSeconds: values.quick ? 30 : 60,
 };
 
 const rows: string[][] = [];
@@ -171,18 +168,6 @@ try {
     );
     const fullSteady = await steady("full", redisServer.url, 100, N.steadySeconds, 8_000);
     row("steady 100/s, full local stack", late(fullSteady), "—", "", "p99 ≤ 100 ms, 0 early");
-  }
-  // Recurring schedules on the full local stack, with one-off events beside them.
-  {
-    const r = await recurring(redisServer.url, N.schedules, 10, N.scheduleSeconds);
-    row(
-      `recurring: ${N.schedules.toLocaleString("en-US")} schedules every 10 s for ${N.scheduleSeconds} s, full local stack`,
-      `${r.ran}/${r.created} ran, ${r.duplicates} twice, ${r.missing} missing; ${ms(r.occurrences)}; early ${r.occurrences.early}`,
-      "—",
-      `one-offs beside: ${ms(r.oneOff)}, early ${r.oneOff.early}`,
-      "each once, 0 early",
-    );
-    row("recurring: schedules created", rate(r.createPerSecond), "—", "", "measured");
   }
 } finally {
   await bull.close();
