@@ -17,6 +17,8 @@ const noop = defineHandler("bench.noop", z.object({ data: z.string() }), async (
 export interface Sample {
   runAt: number;
   startedAt: number;
+  /** `tenant/id`, so recurring occurrences can be told from one-off events. */
+  member?: string;
 }
 
 export type Mode = "engine" | "full";
@@ -40,6 +42,7 @@ export async function benchHourglass(
     HOURGLASS_EVENTS_TABLE: `${name}-events`,
     HOURGLASS_LEASES_TABLE: `${name}-leases`,
     HOURGLASS_LEDGER_TABLE: `${name}-ledger`,
+    HOURGLASS_SCHEDULES_TABLE: `${name}-schedules`,
     HOURGLASS_QUEUE_NAME: `${name}-work`,
     HOURGLASS_CLAIM_BATCH: "1000",
     LOG_LEVEL: "SILENT",
@@ -65,7 +68,10 @@ export async function benchHourglass(
     handlers: [noop],
     ...(mode === "engine" && { transport: options.transport ?? inProcess }),
     ...(options.clock && { clock: options.clock }),
-    workerHooks: { onStart: (message, startedAt) => samples.push({ runAt: message.runAt, startedAt }) },
+    workerHooks: {
+      onStart: (message, startedAt) =>
+        samples.push({ runAt: message.runAt, startedAt, member: message.member }),
+    },
   });
   return { hourglass, samples, name };
 }

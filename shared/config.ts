@@ -73,6 +73,10 @@ const schema = z.object({
   HOURGLASS_EVENTS_TABLE: z.string().min(3).default("hourglass-events"),
   HOURGLASS_LEASES_TABLE: z.string().min(3).default("hourglass-leases"),
   HOURGLASS_LEDGER_TABLE: z.string().min(3).default("hourglass-ledger"),
+  HOURGLASS_SCHEDULES_TABLE: z.string().min(3).default("hourglass-schedules"),
+  HOURGLASS_SCHEDULE_MIN_INTERVAL_SECONDS: int(1, 86_400).default(1),
+  HOURGLASS_SCHEDULES_PER_TENANT: int(1, 1_000_000).default(1_000),
+  HOURGLASS_SCHEDULE_MISSED_AFTER_SECONDS: int(1, 86_400).optional(),
   HOURGLASS_LEDGER_SNAPSHOT_EVERY: int(2, 100_000).default(500),
   HOURGLASS_QUEUE_URL: z.string().url().optional(),
   HOURGLASS_QUEUE_NAME: z.string().min(1).default("hourglass-work"),
@@ -146,7 +150,22 @@ export interface HourglassConfig {
   readonly shards: number;
   /** Dispatchers lease shards in this many groups, so several can share the work. */
   readonly shardGroups: number;
-  readonly tables: { readonly events: string; readonly leases: string; readonly ledger: string };
+  readonly tables: {
+    readonly events: string;
+    readonly leases: string;
+    readonly ledger: string;
+    readonly schedules: string;
+  };
+  readonly schedules: {
+    /** The shortest gap allowed between two occurrences of one schedule. */
+    readonly minIntervalMs: number;
+    readonly perTenant: number;
+    /**
+     * An occurrence found this late (after downtime) counts as missed, and the schedule's
+     * catchUp decides whether it runs. Later by less, it simply runs late.
+     */
+    readonly missedAfterMs: number;
+  };
   /** A snapshot summarises a SKU's ledger once this many entries follow the last one. */
   readonly ledgerSnapshotEvery: number;
   readonly queue: { readonly url: string | undefined; readonly name: string };
@@ -239,6 +258,15 @@ export function loadConfig(
       events: e.HOURGLASS_EVENTS_TABLE,
       leases: e.HOURGLASS_LEASES_TABLE,
       ledger: e.HOURGLASS_LEDGER_TABLE,
+      schedules: e.HOURGLASS_SCHEDULES_TABLE,
+    },
+    schedules: {
+      minIntervalMs: e.HOURGLASS_SCHEDULE_MIN_INTERVAL_SECONDS * 1000,
+      perTenant: e.HOURGLASS_SCHEDULES_PER_TENANT,
+      // Two ticks by default (at least a minute): a dispatcher a tick late is not downtime.
+      missedAfterMs:
+        (e.HOURGLASS_SCHEDULE_MISSED_AFTER_SECONDS ??
+          Math.max(60, Math.ceil((2 * (e.HOURGLASS_TICK_MS ?? defaults.tickMs)) / 1000))) * 1000,
     },
     ledgerSnapshotEvery: e.HOURGLASS_LEDGER_SNAPSHOT_EVERY,
     queue: { url: e.HOURGLASS_QUEUE_URL, name: e.HOURGLASS_QUEUE_NAME },

@@ -7,7 +7,7 @@ import { createRedis } from "./engine/redis.ts";
 import { RedisIndex } from "./engine/redis-index.ts";
 import type { RedisClient } from "./engine/scripts.ts";
 import type { EngineDeps } from "./events/deps.ts";
-import { Dispatcher } from "./events/dispatcher.ts";
+import { Dispatcher, SYSTEM_TENANT } from "./events/dispatcher.ts";
 import { EventService } from "./events/service.ts";
 import { Worker, type WorkerHooks } from "./events/worker.ts";
 import { lambdaTarget } from "./handlers/lambda-target.ts";
@@ -21,6 +21,9 @@ import { expiryScheduler, reservationExpiryHandler } from "./ledger/expiry.ts";
 import { StockLedger } from "./ledger/ledger-service.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { MetricsRecorder } from "./metrics-store/recorder.ts";
+import { Materializer } from "./schedules/materializer.ts";
+import { ScheduleService } from "./schedules/service.ts";
+import { ScheduleStore } from "./schedules/store.ts";
 import { loadSecrets, withAuthToken } from "./secrets.ts";
 import { SqsTransport } from "./transport/sqs.ts";
 import type { Transport } from "./transport/transport.ts";
@@ -54,6 +57,8 @@ export interface Hourglass {
   /** Leases and the stock ledger need DynamoDB; the engine-only mode has neither. */
   readonly leases: LeaseService | undefined;
   readonly ledger: StockLedger | undefined;
+  /** Recurring schedules live in DynamoDB: absent in the engine-only mode. */
+  readonly schedules: ScheduleService | undefined;
   readonly registry: HandlerRegistry;
   /** Each tenant's webhook signing secrets, derived from the master secret. */
   readonly signing: WebhookSigning;
@@ -130,6 +135,12 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
         clock: deps.clock,
       })
     : undefined;
+  const scheduleDeps = config.journal
+    ? { config, store: new ScheduleStore(dynamo, config.tables.schedules), events, logger, clock: deps.clock }
+    : undefined;
+  const schedules = scheduleDeps && new ScheduleService({ ...scheduleDeps, registry });
+  const materializer =
+    scheduleDeps && new Materializer({ ...scheduleDeps, leases, systemTenant: SYSTEM_TENANT });
   return {
     config,
     logger,
@@ -144,8 +155,14 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     signing,
     leases,
     ledger,
+    schedules,
     events,
-    dispatcher: new Dispatcher(deps, leases),
+    // Half of each tick's budget at most for schedules; the rest stays for dispatching.
+    dispatcher: new Dispatcher(
+      deps,
+      leases,
+      materializer && (async (budgetMs) => (await materializer.run(budgetMs / 2)).materialized),
+    ),
     worker: new Worker(deps, options.workerHooks),
     metrics,
     async close() {

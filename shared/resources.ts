@@ -68,6 +68,26 @@ export const LEDGER_TABLE: TableDefinition = {
   indexes: [],
 };
 
+/**
+ * Recurring schedules: partition the tenant, sort key the schedule id (plus one counter item per
+ * tenant). Nothing expires: a schedule lives until it is deleted.
+ */
+export const SCHEDULES_TABLE: TableDefinition = {
+  partitionKey: { name: "pk", type: "S" },
+  sortKey: { name: "sk", type: "S" },
+  indexes: [
+    {
+      // Sparse: only active schedules with an occurrence left carry dshard/dnext. The dispatcher
+      // queries it per shard for what is due within its horizon. ALL: it needs the whole schedule
+      // to compute occurrences, and schedules are small and written about once per occurrence.
+      name: "due",
+      partitionKey: { name: "dshard", type: "S" },
+      sortKey: { name: "dnext", type: "N" },
+      projection: "ALL",
+    },
+  ],
+};
+
 export interface QueueDefinition {
   readonly visibilityTimeoutSeconds: number;
   readonly retentionSeconds: number;

@@ -109,6 +109,14 @@ export const TABLE_ACCESS = {
   signingState: ["dynamodb:GetItem"],
   /** StockLedger: transactions of puts and updates, reads, history queries, snapshots. */
   ledger: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+  /** ScheduleStore: conditional puts and updates, transactions with the per-tenant counter, reads, due queries. */
+  schedules: [
+    "dynamodb:DeleteItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+  ],
   /** `/health` asks DynamoDB to describe the events table. */
   health: ["dynamodb:DescribeTable"],
 } as const;

@@ -11,7 +11,7 @@ import type * as scheduler from "aws-cdk-lib/aws-scheduler";
 import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { EVENTS_TABLE, LEASES_TABLE, LEDGER_TABLE } from "../../shared/resources.ts";
+import { EVENTS_TABLE, LEASES_TABLE, LEDGER_TABLE, SCHEDULES_TABLE } from "../../shared/resources.ts";
 import {
   attachWorker,
   createApi,
@@ -39,6 +39,7 @@ export class Hourglass extends Construct {
   public readonly eventsTable: dynamodb.TableV2;
   public readonly leasesTable: dynamodb.TableV2;
   public readonly ledgerTable: dynamodb.TableV2;
+  public readonly schedulesTable: dynamodb.TableV2;
   /** Undefined when `externalRedis` is given. */
   public readonly cache: Cache | undefined;
   /** One per function, each with egress limited to what that function reaches. */
@@ -77,6 +78,7 @@ export class Hourglass extends Construct {
     this.eventsTable = createTable(this, "Events", EVENTS_TABLE, production);
     this.leasesTable = createTable(this, "Leases", LEASES_TABLE, production);
     this.ledgerTable = createTable(this, "Ledger", LEDGER_TABLE, production);
+    this.schedulesTable = createTable(this, "Schedules", SCHEDULES_TABLE, production);
     this.cache = props.externalRedis
       ? undefined
       : createCache(
@@ -153,6 +155,7 @@ export class Hourglass extends Construct {
         HOURGLASS_EVENTS_TABLE: this.eventsTable.tableName,
         HOURGLASS_LEASES_TABLE: this.leasesTable.tableName,
         HOURGLASS_LEDGER_TABLE: this.ledgerTable.tableName,
+        HOURGLASS_SCHEDULES_TABLE: this.schedulesTable.tableName,
         HOURGLASS_QUEUE_URL: this.queue.queueUrl,
         HOURGLASS_LOOKAHEAD_SECONDS: String((props.lookAhead ?? Duration.minutes(2)).toSeconds()),
         HOURGLASS_WEBHOOK_ALLOW_PRIVATE: String(props.webhookAllowPrivate ?? false),
@@ -207,6 +210,9 @@ export class Hourglass extends Construct {
     grantSecrets(this.apiFunction, secrets.api);
     grantSecrets(this.dispatcherFunction, secrets.dispatcher);
     grantSecrets(this.workerFunction, secrets.worker);
+    // Schedules are read and written by the API and materialized by the dispatcher; the worker never touches them.
+    grantTable(this.apiFunction, this.schedulesTable, TABLE_ACCESS.schedules, true);
+    grantTable(this.dispatcherFunction, this.schedulesTable, TABLE_ACCESS.schedules, true);
     attachWorker(this.workerFunction, this.queue, props.workerMaxConcurrency ?? 50);
     for (const [, fn] of handlerFunctions) fn.grantInvoke(this.workerFunction);
 

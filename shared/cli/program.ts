@@ -8,6 +8,7 @@ import { importEvents } from "./import.ts";
 import { addLedgerCommands } from "./ledger-commands.ts";
 import { checkRequiredOptions, need } from "./options.ts";
 import { eventDetails, eventTable, output, statsReport } from "./output.ts";
+import { addScheduleCommands } from "./schedule-commands.ts";
 
 interface Globals {
   url: string;
@@ -222,6 +223,7 @@ export function program(): Command {
 
   addLedgerCommands(root, context);
   addDashboardCommand(root);
+  addScheduleCommands(root, context);
   return root;
 }
 

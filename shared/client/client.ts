@@ -2,6 +2,7 @@ import ky, { HTTPError, type KyInstance } from "ky";
 import type { z } from "zod";
 import type { RescheduleInput, ScheduleInput } from "../events/schema.ts";
 import type { Grant, State } from "../http/routes/leases.ts";
+import type { Schedule } from "../http/routes/schedules.ts";
 import type { Ledger, Reconcile, ReservationBody as Reservation, Stock } from "../http/routes/stock.ts";
 import type {
   BatchResponse,
@@ -14,6 +15,7 @@ import type {
 } from "../http/schemas.ts";
 import { idFactory } from "../ids.ts";
 import type { HoldInput } from "../ledger/model.ts";
+import type { CreateScheduleInput, PatchScheduleInput } from "../schedules/schema.ts";
 import { type SigV4Options, sigV4Signer } from "./sigv4.ts";
 
 export type EventBody = z.infer<typeof Event>;
@@ -30,6 +32,29 @@ export type ReconcileBody = z.infer<typeof Reconcile>;
 export type ReservationBody = z.infer<typeof Reservation>;
 export type LeaseGrantBody = z.infer<typeof Grant>;
 export type LeaseBody = z.infer<typeof State>;
+export type ScheduleBody = z.infer<typeof Schedule>;
+export interface SchedulePageBody {
+  readonly schedules: ScheduleBody[];
+  readonly cursor?: string;
+}
+export interface OccurrenceBody {
+  /** UTC. */
+  readonly at: string;
+  /** The same instant in the schedule's zone, with its offset. */
+  readonly local: string;
+}
+export interface ScheduleStatsBody {
+  readonly schedules: { active: number; paused: number; ended: number };
+  readonly occurrences: number;
+  readonly skipped: number;
+  readonly missed: number;
+}
+export type ScheduleListQuery = {
+  readonly type?: string;
+  readonly state?: "active" | "paused" | "ended";
+  readonly limit?: number;
+  readonly cursor?: string;
+};
 
 export interface ClientOptions {
   /** Where the API is, such as `http://127.0.0.1:3000` or the API Gateway stage URL. */
@@ -58,6 +83,8 @@ export class HourglassApiError extends Error {
 export type ListQuery = {
   readonly status?: string;
   readonly type?: string;
+  /** Only this recurring schedule's occurrences. */
+  readonly scheduleId?: string;
   readonly limit?: number;
   readonly cursor?: string;
 };
@@ -187,6 +214,59 @@ export class HourglassClient {
 
   lease(name: string): Promise<LeaseBody> {
     return this.call("get", `v1/leases/${encodeURIComponent(name)}`);
+  }
+
+  /** Without an id the client picks one, so a retried create is a repeat, not a second schedule. */
+  createSchedule(input: CreateScheduleInput): Promise<ScheduleBody> {
+    return this.call("post", "v1/schedules", { ...input, id: input.id ?? this.newId() });
+  }
+
+  getSchedule(id: string): Promise<ScheduleBody> {
+    return this.call("get", `v1/schedules/${encodeURIComponent(id)}`);
+  }
+
+  listSchedules(query: ScheduleListQuery = {}): Promise<SchedulePageBody> {
+    return this.call("get", "v1/schedules", undefined, query);
+  }
+
+  /** Every schedule matching the query, page after page: `for await (const s of client.listAllSchedules())`. */
+  async *listAllSchedules(query: Omit<ScheduleListQuery, "cursor"> = {}): AsyncIterable<ScheduleBody> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listSchedules({ ...query, cursor });
+      yield* page.schedules;
+      cursor = page.cursor;
+    } while (cursor);
+  }
+
+  updateSchedule(id: string, input: PatchScheduleInput): Promise<ScheduleBody> {
+    return this.call("patch", `v1/schedules/${encodeURIComponent(id)}`, input);
+  }
+
+  deleteSchedule(id: string): Promise<ScheduleBody> {
+    return this.call("delete", `v1/schedules/${encodeURIComponent(id)}`);
+  }
+
+  pauseSchedule(id: string): Promise<ScheduleBody> {
+    return this.call("post", `v1/schedules/${encodeURIComponent(id)}/pause`);
+  }
+
+  resumeSchedule(id: string): Promise<ScheduleBody> {
+    return this.call("post", `v1/schedules/${encodeURIComponent(id)}/resume`);
+  }
+
+  async nextOccurrences(id: string, count = 10): Promise<OccurrenceBody[]> {
+    const body = await this.call<{ occurrences: OccurrenceBody[] }>(
+      "get",
+      `v1/schedules/${encodeURIComponent(id)}/next`,
+      undefined,
+      { count },
+    );
+    return body.occurrences;
+  }
+
+  scheduleStats(): Promise<ScheduleStatsBody> {
+    return this.call("get", "v1/stats/schedules");
   }
 
   health(): Promise<HealthBody> {

@@ -26,6 +26,8 @@ export interface TickReport {
   restored: number;
   rebuiltShards: number[];
   skippedGroups: number;
+  /** Occurrences of recurring schedules created by the tick hook. */
+  materialized: number;
 }
 
 /** Lease names of the system live under a tenant no client can have (`~` is not allowed in tenants). */
@@ -44,6 +46,8 @@ export class Dispatcher {
   constructor(
     private readonly deps: EngineDeps,
     private readonly leases: LeaseService | undefined,
+    /** Runs at the start of every tick (schedule materialization); returns the events it created. */
+    private readonly beforeDrain?: (budgetMs: number) => Promise<number>,
   ) {}
 
   async tick(budgetMs: number): Promise<TickReport> {
@@ -60,7 +64,17 @@ export class Dispatcher {
       rebuiltShards: [],
       skippedGroups: 0,
       failedShards: [],
+      materialized: 0,
     };
+    // Recurring schedules first, so occurrences due within the look-ahead are claimed this tick. A
+    // failure there is logged and retried next tick; it never stops dispatch (invariant 7).
+    if (this.beforeDrain) {
+      try {
+        report.materialized = await this.beforeDrain(budgetMs);
+      } catch (error) {
+        this.deps.logger.error("schedule materialization failed", { error: describe(error) });
+      }
+    }
     // Every group and every shard on its own: one that fails (a lease table hiccup, an index entry
     // no script can read, a send that throws) is logged and retried next tick, and never stops the
     // others, nor the recovery sweep below (invariant 7).

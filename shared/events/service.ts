@@ -31,6 +31,8 @@ export type BatchItemResult =
 export interface ListOptions {
   readonly status?: EventStatus | undefined;
   readonly type?: string | undefined;
+  /** Only a recurring schedule's occurrences, whose ids start with `<scheduleId>@`. */
+  readonly scheduleId?: string | undefined;
   readonly limit: number;
   readonly cursor?: string | undefined;
 }
@@ -109,6 +111,11 @@ export class EventService {
       results[index] = result.ok ? result : { ...result, index };
     });
     return results;
+  }
+
+  /** Stores events another module built and validated, with their own ids (schedule occurrences). */
+  async storeMany(events: readonly NewEvent[]): Promise<BatchItemResult[]> {
+    return this.store(events, this.deps.clock());
   }
 
   private async store(events: readonly NewEvent[], now: number): Promise<BatchItemResult[]> {
@@ -261,6 +268,7 @@ export class EventService {
         const view = overlay(viewOf(item, this.deps.config.retry.maxAttempts), lives[i]);
         if (options.status && view.status !== options.status) return;
         if (options.type && view.type !== options.type) return;
+        if (options.scheduleId && !view.id.startsWith(`${options.scheduleId}@`)) return;
         if (events.length < options.limit) events.push(view);
       });
       cursor = page.cursor;

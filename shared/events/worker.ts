@@ -7,6 +7,7 @@ import { REDIS_TIME, type StartResult, type TransitionResult } from "../engine/r
 import { NonRetryableError } from "../handlers/errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { TERMINAL_STATUSES } from "../journal/item.ts";
+import { parseOccurrenceId } from "../schedules/occurrence-id.ts";
 import { backoffDelay } from "./backoff.ts";
 import type { EngineDeps } from "./deps.ts";
 import type { DispatchMessage } from "./model.ts";
@@ -180,6 +181,7 @@ export class Worker {
           runAt: new Date(event.message.runAt),
           logger,
           signal: controller.signal,
+          ...occurrenceContext(event.id),
         }),
         aborted,
       ]);
@@ -318,6 +320,11 @@ interface Done {
   readonly attempt: number;
   /** How long after runAt the handler started; set as it starts. */
   lateMs: number;
+}
+
+function occurrenceContext(id: string) {
+  const ref = parseOccurrenceId(id);
+  return ref && { scheduleId: ref.scheduleId, occurrenceAt: new Date(ref.occurrenceAt) };
 }
 
 function describe(error: unknown): string {

@@ -9,6 +9,9 @@ export interface HandlerContext {
   readonly attempt: number;
   readonly runAt: Date;
   readonly logger: Logger;
+  /** On a recurring schedule's occurrence: the schedule's id and the occurrence's instant. */
+  readonly scheduleId?: string;
+  readonly occurrenceAt?: Date;
   /** Aborted at the handler's deadline; pass it to fetch and friends. */
   readonly signal: AbortSignal;
 }

@@ -10,6 +10,7 @@ import type { LeaseService } from "../leases/lease-service.ts";
 import type { StockLedger } from "../ledger/ledger-service.ts";
 import type { Logger } from "../logger.ts";
 import { type Insights, insightsOf } from "../metrics-store/insights.ts";
+import type { ScheduleService } from "../schedules/service.ts";
 import { jsonBodies } from "./body.ts";
 import { mountDocs } from "./docs.ts";
 import { checkHealth, type HealthReport } from "./health.ts";
@@ -18,6 +19,7 @@ import { problem, problemFor, sendProblem } from "./problem.ts";
 import { mountEventRoutes } from "./routes/events.ts";
 import { mountLeaseRoutes } from "./routes/leases.ts";
 import { mountHealthRoute, mountOperationRoutes } from "./routes/operations.ts";
+import { mountScheduleRoutes } from "./routes/schedules.ts";
 import { mountStockRoutes } from "./routes/stock.ts";
 import { mountWebhookSecretRoutes } from "./routes/webhook-secret.ts";
 import { identifier, type TenantEnv, tenancy } from "./tenancy.ts";
@@ -43,6 +45,7 @@ export interface ApiDeps {
   readonly signing: Pick<WebhookSigning, "secretsFor" | "rotate"> | undefined;
   /** Metrics and the pending timeline; absent only where an app is built without Redis. */
   readonly insights?: Insights;
+  readonly schedules?: ScheduleService | undefined;
   health(): Promise<HealthReport>;
 }
 
@@ -55,6 +58,7 @@ export function apiDeps(hourglass: Hourglass): ApiDeps {
     ledger: hourglass.ledger,
     signing: hourglass.signing,
     insights: insightsOf(hourglass),
+    schedules: hourglass.schedules,
     health: () => checkHealth(hourglass),
   };
 }
@@ -95,6 +99,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   mountStockRoutes(app, () => deps.ledger ?? unavailable("the stock ledger"));
   mountWebhookSecretRoutes(app, () => deps.signing ?? unavailable("webhook signing"));
   mountDashboard(app, () => deps.insights ?? unavailable("metrics"));
+  mountScheduleRoutes(app, () => deps.schedules ?? unavailable("recurring schedules"));
 
   app.notFound((c) =>
     sendProblem(c, problem("not-found", "No such route", 404, { detail: `${c.req.method} ${c.req.path}` })),

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { EVENT_STATUSES } from "../engine/codes.ts";
 import { EVENT_ID, rescheduleInput, scheduleInput } from "../events/schema.ts";
+import { OCCURRENCE_ID } from "../schedules/occurrence-id.ts";
 
 /** Schemas of the public API, registered as OpenAPI components. Input shapes come from the engine. */
 export const ScheduleEvent = scheduleInput.openapi("ScheduleEvent", {
@@ -30,6 +31,15 @@ export const Event = z
     payload: z.unknown(),
     createdAt: z.string().datetime(),
     updatedAt: z.string().datetime(),
+    scheduleId: z
+      .string()
+      .optional()
+      .openapi({ description: "Present on a recurring schedule's occurrence." }),
+    occurrenceAt: z
+      .string()
+      .datetime()
+      .optional()
+      .openapi({ description: "The occurrence's instant (before jitter)." }),
   })
   .openapi("Event");
 
@@ -101,7 +111,7 @@ export const Health = z
 export const IdParam = z.object({
   id: z
     .string()
-    .regex(EVENT_ID)
+    .refine((id) => EVENT_ID.test(id) || OCCURRENCE_ID.test(id))
     .openapi({ param: { name: "id", in: "path" }, example: "order-42-reminder" }),
 });
 
@@ -112,6 +122,11 @@ export const ListQuery = z.object({
     .max(64)
     .optional()
     .openapi({ param: { name: "type", in: "query" } }),
+  scheduleId: z
+    .string()
+    .max(80)
+    .optional()
+    .openapi({ param: { name: "scheduleId", in: "query" } }),
   limit: z.coerce
     .number()
     .int()

@@ -1,4 +1,5 @@
 import type { EventView } from "../events/model.ts";
+import { parseOccurrenceId } from "../schedules/occurrence-id.ts";
 
 /** The API's event shape: ISO-8601 UTC times outside, epoch ms inside. */
 export function serializeEvent(view: EventView) {
@@ -13,7 +14,14 @@ export function serializeEvent(view: EventView) {
     payload: view.payload,
     createdAt: new Date(view.createdAt).toISOString(),
     updatedAt: new Date(view.updatedAt).toISOString(),
+    ...occurrenceOf(view.id),
   };
+}
+
+/** A recurring schedule's occurrence names its schedule and instant in its id. */
+function occurrenceOf(id: string) {
+  const ref = parseOccurrenceId(id);
+  return ref && { scheduleId: ref.scheduleId, occurrenceAt: new Date(ref.occurrenceAt).toISOString() };
 }
 
 export type SerializedEvent = ReturnType<typeof serializeEvent>;

@@ -13,6 +13,7 @@ import {
   LEASES_TABLE,
   LEDGER_TABLE,
   type QueueDefinition,
+  SCHEDULES_TABLE,
   type TableDefinition,
   WORK_QUEUE,
 } from "../resources.ts";
@@ -111,6 +112,7 @@ export async function provision({ dynamo, sqs, config }: ProvisionTargets): Prom
     ensureTable(dynamo, config.tables.events, EVENTS_TABLE),
     ensureTable(dynamo, config.tables.leases, LEASES_TABLE),
     ensureTable(dynamo, config.tables.ledger, LEDGER_TABLE),
+    ensureTable(dynamo, config.tables.schedules, SCHEDULES_TABLE),
   ]);
   return ensureQueue(sqs, config.queue.name, WORK_QUEUE);
 }

@@ -77,7 +77,7 @@ describe("HourglassStack", () => {
 
   it("keeps the tables on demand, with point-in-time recovery, TTL and deletion protection", () => {
     const tables = template.findResources("AWS::DynamoDB::GlobalTable");
-    expect(Object.keys(tables)).toHaveLength(3);
+    expect(Object.keys(tables)).toHaveLength(4);
     for (const table of Object.values(tables)) {
       expect(table.Properties.BillingMode).toBe("PAY_PER_REQUEST");
       expect(table.Properties.Replicas[0].PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled).toBe(
@@ -89,6 +89,9 @@ describe("HourglassStack", () => {
     template.hasResourceProperties("AWS::DynamoDB::GlobalTable", {
       TimeToLiveSpecification: { AttributeName: "ttl", Enabled: true },
       GlobalSecondaryIndexes: Match.arrayWith([Match.objectLike({ IndexName: "pending" })]),
+    });
+    template.hasResourceProperties("AWS::DynamoDB::GlobalTable", {
+      GlobalSecondaryIndexes: [Match.objectLike({ IndexName: "due", Projection: { ProjectionType: "ALL" } })],
     });
   });
 

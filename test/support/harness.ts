@@ -27,6 +27,7 @@ export async function testHourglass(
     HOURGLASS_EVENTS_TABLE: `${name}-events`,
     HOURGLASS_LEASES_TABLE: `${name}-leases`,
     HOURGLASS_LEDGER_TABLE: `${name}-ledger`,
+    HOURGLASS_SCHEDULES_TABLE: `${name}-schedules`,
     HOURGLASS_QUEUE_NAME: `${name}-work`,
     HOURGLASS_SHARDS: "4",
     HOURGLASS_SHARD_GROUPS: "2",

@@ -139,6 +139,7 @@ export function mountEventRoutes(app: OpenAPIHono<TenantEnv>, events: EventServi
     const page = await events.list(c.get("tenant"), {
       status: query.status as Parameters<EventService["list"]>[1]["status"],
       type: query.type,
+      scheduleId: query.scheduleId,
       limit: query.limit,
       cursor: query.cursor,
     });

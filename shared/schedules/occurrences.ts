@@ -1,0 +1,92 @@
+import { EventNotFoundError, EventStateConflictError } from "../events/errors.ts";
+import type { NewEvent } from "../events/model.ts";
+import type { EventService } from "../events/service.ts";
+import { between, evaluator } from "./evaluate.ts";
+import { type ScheduleItem, specOf } from "./model.ts";
+import { jitterMs, occurrenceId } from "./occurrence-id.ts";
+import { fingerprintOf } from "./validate.ts";
+
+/** At most this many occurrences are cancelled for one pause, edit or delete. */
+const CANCEL_CAP = 2_000;
+const CANCEL_PARALLEL = 16;
+
+/** The event an occurrence is: an ordinary event whose id names the schedule, revision and instant. */
+export function occurrenceEvent(item: ScheduleItem, instant: number, now: number): NewEvent {
+  const id = occurrenceId(item.id, instant, item.revision);
+  const runAt = instant + jitterMs(id, item.jitterSeconds);
+  return {
+    tenant: item.tenant,
+    id,
+    type: item.type,
+    payload: JSON.parse(item.payload) as unknown,
+    runAt,
+    maxAttempts: item.maxAttempts,
+    backoff: item.backoff,
+    // Every dispatcher derives the same event for the same instant, so a repeat is "existing", never a conflict.
+    fingerprint: fingerprintOf([
+      item.revision,
+      item.type,
+      item.payload,
+      runAt,
+      item.maxAttempts,
+      item.backoff,
+    ]),
+    createdAt: now,
+  };
+}
+
+/** True when the event has finished for good (or expired from the journal): it can never run again. */
+export async function isFinished(events: EventService, tenant: string, id: string): Promise<boolean> {
+  try {
+    const view = await events.get(tenant, id);
+    return view.status === "succeeded" || view.status === "dead" || view.status === "cancelled";
+  } catch (error) {
+    if (error instanceof EventNotFoundError) return true;
+    throw error;
+  }
+}
+
+/** Cancels the given occurrence events that have not started; gone or started ones are left alone. */
+export async function cancelEvents(
+  events: EventService,
+  tenant: string,
+  ids: readonly string[],
+): Promise<number> {
+  let cancelled = 0;
+  let next = 0;
+  const runner = async () => {
+    while (next < ids.length) {
+      const id = ids[next++]!;
+      try {
+        const view = await events.cancel(tenant, id);
+        if (view.status === "cancelled") cancelled++;
+      } catch (error) {
+        if (!(error instanceof EventNotFoundError || error instanceof EventStateConflictError)) throw error;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(CANCEL_PARALLEL, ids.length) }, runner));
+  return cancelled;
+}
+
+/**
+ * Cancels the unstarted occurrences of a schedule as it stood (its revision): every instant from
+ * the start of its latest materialization (catch-up occurrences can be in the past) or `lookbackMs`
+ * ago, to `reachMs` past its next occurrence or now, which is beyond what any dispatcher could have
+ * materialized. Instants that never became events are simply not found.
+ */
+export async function cancelOccurrences(
+  events: EventService,
+  item: ScheduleItem,
+  now: number,
+  window: { lookbackMs: number; reachMs: number },
+): Promise<number> {
+  const from = Math.min(item.windowStart ?? now, now - window.lookbackMs);
+  const to = Math.max(item.nextAt ?? now, now) + window.reachMs;
+  const instants = between(evaluator(specOf(item)), from, to, CANCEL_CAP);
+  return cancelEvents(
+    events,
+    item.tenant,
+    instants.map((t) => occurrenceId(item.id, t, item.revision)),
+  );
+}
