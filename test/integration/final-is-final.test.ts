@@ -9,6 +9,7 @@ import type { EventJournal } from "../../shared/journal/journal.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
 import { silentLogger } from "../../shared/logger.ts";
 import type { Transport } from "../../shared/transport/transport.ts";
+import { captured, engine } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
 
@@ -27,34 +28,13 @@ afterAll(async () => {
   await hg.destroy();
 });
 
-function captured() {
-  const messages: DispatchMessage[] = [];
-  const transport: Transport = {
-    async send(batch) {
-      messages.push(...batch);
-      return { sent: batch.length, failed: [] };
-    },
-  };
-  return { messages, transport };
-}
-
-function deps(overrides: Partial<EngineDeps>): EngineDeps {
-  return {
-    config: hg.config,
-    index: hg.index,
-    journal: hg.journal,
-    registry: hg.registry,
-    logger: silentLogger,
-    clock: Date.now,
-    transport: captured().transport,
-    ...overrides,
-  };
-}
-
 /** A dispatcher whose clock runs `aheadMs` ahead, and what it sends. */
 function dispatcherAhead(aheadMs: number) {
   const { messages, transport } = captured();
-  const dispatcher = new Dispatcher(deps({ transport, clock: () => Date.now() + aheadMs }), undefined);
+  const dispatcher = new Dispatcher(
+    engine(hg, { transport, clock: () => Date.now() + aheadMs }).deps,
+    undefined,
+  );
   return { messages, dispatcher };
 }
 
@@ -91,7 +71,7 @@ describe("cancel is final against every restore path", () => {
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
-    await new EventService(deps({ journal })).schedule(tenant, input);
+    await engine(hg, { journal }).service.schedule(tenant, input);
     expect(await hg.index.inspect(memberOf(tenant, "r"))).toBeUndefined();
     expect((await hg.events.get(tenant, "r")).status).toBe("cancelled");
   });
@@ -184,7 +164,7 @@ describe("reschedule is atomic across index and journal", () => {
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
-    const slow = new EventService(deps({ journal })).reschedule(tenant, "c", {
+    const slow = engine(hg, { journal }).service.reschedule(tenant, "c", {
       runAt: new Date(first).toISOString(),
     });
     await reachedJournal;

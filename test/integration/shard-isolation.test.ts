@@ -6,6 +6,7 @@ import { Dispatcher } from "../../shared/events/dispatcher.ts";
 import type { DispatchMessage } from "../../shared/events/model.ts";
 import { silentLogger } from "../../shared/logger.ts";
 import type { Transport } from "../../shared/transport/transport.ts";
+import { captured } from "../support/engine.ts";
 import { type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
 
@@ -26,17 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await hg.destroy();
 });
-
-function captured() {
-  const messages: DispatchMessage[] = [];
-  const transport: Transport = {
-    async send(batch) {
-      messages.push(...batch);
-      return { sent: batch.length, failed: [] };
-    },
-  };
-  return { messages, transport };
-}
 
 function dispatcherWith(index: RedisIndex, transport: Transport, clock = Date.now) {
   const deps: EngineDeps = {
