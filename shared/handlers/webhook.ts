@@ -5,6 +5,7 @@ import { request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { z } from "zod";
 import { refusalFor } from "./address-guard.ts";
+import { requireEgressFor } from "./egress.ts";
 import { ForbiddenAddressError, NonRetryableError } from "./errors.ts";
 import { defineHandler } from "./registry.ts";
 
@@ -48,6 +49,7 @@ export function webhookHandler(options: WebhookOptions) {
     webhookPayload,
     async (payload, context) => {
       const url = new URL(payload.url);
+      await requireEgressFor(url, options.allowPrivate);
       const body =
         payload.body === undefined
           ? ""
