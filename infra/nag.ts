@@ -40,26 +40,28 @@ export function acknowledgeFindings(hourglass: Hourglass): void {
         "grantInvoke covers every version and alias of the user's handler function, and only that function.",
     });
   }
-  Validations.of(hourglass.api).acknowledge(
-    {
-      id: IAM4("AmazonAPIGatewayPushToCloudWatchLogs"),
-      reason: "API Gateway's account-level role for execution logs; AWS maintains the policy.",
-    },
-    {
-      id: "AwsSolutions::AwsSolutions-APIG2",
-      reason:
-        "Requests are validated in the API function (zod schemas, RFC 9457 problems naming each field), not by API Gateway models.",
-    },
-    {
-      id: "AwsSolutions::AwsSolutions-APIG3",
-      reason:
-        "WAF is an account-level choice with its own cost; IAM authorization and stage throttling protect the API by default.",
-    },
-    {
-      id: "AwsSolutions::AwsSolutions-COG4",
-      reason: "The API uses IAM authorization (SigV4) for service callers, not Cognito user pools.",
-    },
-  );
+  if (hourglass.api) {
+    Validations.of(hourglass.api).acknowledge(
+      {
+        id: IAM4("AmazonAPIGatewayPushToCloudWatchLogs"),
+        reason: "API Gateway's account-level role for execution logs; AWS maintains the policy.",
+      },
+      {
+        id: "AwsSolutions::AwsSolutions-APIG2",
+        reason:
+          "Requests are validated in the API function (zod schemas, RFC 9457 problems naming each field), not by API Gateway models.",
+      },
+      {
+        id: "AwsSolutions::AwsSolutions-APIG3",
+        reason:
+          "WAF is an account-level choice with its own cost; IAM authorization and stage throttling protect the API by default.",
+      },
+      {
+        id: "AwsSolutions::AwsSolutions-COG4",
+        reason: "The API uses IAM authorization (SigV4) for service callers, not Cognito user pools.",
+      },
+    );
+  }
   for (const secret of [hourglass.cache?.authSecret, hourglass.webhookSecret].filter(
     (s) => s !== undefined,
   )) {

@@ -16,7 +16,7 @@ export class HourglassStack extends Stack {
     this.hourglass = new Hourglass(this, "Hourglass", props.hourglass);
     acknowledgeFindings(this.hourglass);
     new CfnOutput(this, "ApiUrl", {
-      value: this.hourglass.api.url,
+      value: this.hourglass.apiUrl,
       description: "HOURGLASS_URL for the CLI and client",
     });
     new CfnOutput(this, "EventsTable", { value: this.hourglass.eventsTable.tableName });
