@@ -105,6 +105,14 @@ const schema = z.object({
       "tenant:token pairs separated by commas; tokens of 16 characters or more",
     )
     .optional(),
+  HOURGLASS_ADMIN_TOKENS: z
+    .string()
+    .regex(/^[^,:\s]{16,}(,[^,:\s]{16,})*$/, "bearer tokens of 16 characters or more, separated by commas")
+    .optional(),
+  HOURGLASS_ADMIN_PRINCIPALS: z
+    .string()
+    .regex(/^arn:[^,]+(,arn:[^,]+)*$/, "IAM role or user ARNs separated by commas")
+    .optional(),
   HOURGLASS_MAX_BODY_BYTES: int(1_024, 10_485_760).default(1_048_576),
   LOG_LEVEL: z.enum(["DEBUG", "INFO", "WARN", "ERROR", "SILENT"]).default("INFO"),
   PORT: int(0, 65_535).default(3000),
@@ -142,6 +150,10 @@ export interface HourglassConfig {
   readonly lambdaTargets: Readonly<Record<string, string>>;
   /** Bearer token → tenant. Empty: no tokens required (one default tenant, or IAM on AWS). */
   readonly apiTokens: ReadonlyMap<string, string>;
+  /** Bearer tokens of the admin routes (`/v1/admin/*`), which act on every tenant. */
+  readonly adminTokens: readonly string[];
+  /** On AWS: the IAM roles or users allowed on the admin routes (set by the CDK construct). */
+  readonly adminPrincipals: readonly string[];
   readonly maxBodyBytes: number;
   /** Secrets Manager secrets holding the Redis AUTH token and the webhook secret (AWS). */
   readonly secretArns: readonly string[];
@@ -222,6 +234,8 @@ export function loadConfig(
         return [token, tenant];
       }),
     ),
+    adminTokens: e.HOURGLASS_ADMIN_TOKENS?.split(",") ?? [],
+    adminPrincipals: e.HOURGLASS_ADMIN_PRINCIPALS?.split(",") ?? [],
     maxBodyBytes: e.HOURGLASS_MAX_BODY_BYTES,
     secretArns: e.HOURGLASS_SECRET_ARNS?.split(",") ?? [],
     logLevel: e.LOG_LEVEL,

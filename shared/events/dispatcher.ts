@@ -6,6 +6,7 @@ import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
 import { type DispatchMessage, INLINE_PAYLOAD_LIMIT } from "./model.ts";
+import { isDispatchPaused } from "./pause.ts";
 
 export interface TickReport {
   claimed: number;
@@ -17,6 +18,8 @@ export interface TickReport {
   restored: number;
   rebuiltShards: number[];
   skippedGroups: number;
+  /** An operator paused dispatch (`POST /v1/admin/pause`): nothing was claimed. */
+  paused?: boolean;
 }
 
 /** Lease names of the system live under a tenant no client can have (`~` is not allowed in tenants). */
@@ -49,6 +52,7 @@ export class Dispatcher {
       rebuiltShards: [],
       skippedGroups: 0,
     };
+    if (await isDispatchPaused(this.deps.index.client, config.keyPrefix)) return { ...report, paused: true };
     await Promise.all(
       this.groups().map(async (shards, group) => {
         const token = await this.leaseGroup(group, budgetMs + 10_000);

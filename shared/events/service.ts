@@ -20,6 +20,7 @@ import {
   type NewEvent,
   type ScheduleResult,
 } from "./model.ts";
+import { directDispatchHorizon } from "./pause.ts";
 import { parseReschedule, toNewEvent, type ValidationRules } from "./validate.ts";
 
 export type BatchItemResult =
@@ -147,7 +148,13 @@ export class EventService {
         body: encodeBody(event, journal ? "journal" : { inline: event.payload }),
       })),
       now,
-      now + config.lookAheadMs,
+      await directDispatchHorizon(
+        index.client,
+        config.keyPrefix,
+        now,
+        config.lookAheadMs,
+        toIndex.map(({ event }) => event.runAt),
+      ),
       config.dispatchLeaseMs,
     );
     const dispatchNow: DispatchMessage[] = [];
@@ -282,7 +289,7 @@ export class EventService {
       member,
       runAt,
       now,
-      now + config.lookAheadMs,
+      await directDispatchHorizon(index.client, config.keyPrefix, now, config.lookAheadMs, [runAt]),
       config.dispatchLeaseMs,
     );
     if (result.code === ScriptCode.CONFLICT)

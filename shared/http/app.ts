@@ -11,6 +11,7 @@ import { jsonBodies } from "./body.ts";
 import { mountDocs } from "./docs.ts";
 import { checkHealth, type HealthReport } from "./health.ts";
 import { problem, problemFor, sendProblem } from "./problem.ts";
+import { type AdminControl, adminControl, mountAdminRoutes } from "./routes/admin.ts";
 import { mountEventRoutes } from "./routes/events.ts";
 import { mountLeaseRoutes } from "./routes/leases.ts";
 import { mountHealthRoute, mountOperationRoutes } from "./routes/operations.ts";
@@ -36,6 +37,7 @@ export interface ApiDeps {
   readonly leases: LeaseService | undefined;
   readonly ledger: StockLedger | undefined;
   health(): Promise<HealthReport>;
+  readonly admin?: AdminControl;
 }
 
 export function apiDeps(hourglass: Hourglass): ApiDeps {
@@ -46,6 +48,7 @@ export function apiDeps(hourglass: Hourglass): ApiDeps {
     leases: hourglass.leases,
     ledger: hourglass.ledger,
     health: () => checkHealth(hourglass),
+    admin: adminControl(hourglass),
   };
 }
 
@@ -76,6 +79,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   mountHealthRoute(app, deps.health);
   app.get("/openapi.json", (c) => c.json(openApiDocument(app)));
   mountDocs(app);
+  mountAdminRoutes(app, deps); // before tenancy: admin tokens name no tenant
   app.use("/v1/*", ...jsonBodies(deps.config.maxBodyBytes), tenancy(deps.config));
   mountEventRoutes(app, deps.events);
   mountOperationRoutes(app, deps.events);
