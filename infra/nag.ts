@@ -71,6 +71,14 @@ export function acknowledgeFindings(hourglass: Hourglass): void {
         "Rotating the Valkey AUTH token needs ElastiCache's two-token rotation; both secrets are rotated by redeploying.",
     });
   }
+  for (const admin of hourglass.admins) {
+    if (Stack.of(admin) !== Stack.of(hourglass) || !admin.node.defaultChild) continue;
+    Validations.of(admin).acknowledge({
+      id: "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+      reason:
+        "Hourglass admins read alarms by name and the overdue metric: cloudwatch:GetMetricData takes no resource, DescribeAlarms is read-only.",
+    });
+  }
   Validations.of(hourglass.node.findChild("ScheduleDlq")).acknowledge({
     id: "AwsSolutions::AwsSolutions-SQS3",
     reason: "This queue is EventBridge Scheduler's dead-letter queue for the dispatcher schedule.",

@@ -240,6 +240,37 @@ export class Hourglass extends Construct {
     );
     this.alarms = observability.alarms;
     this.dashboard = observability.dashboard;
+    for (const admin of this.admins) this.grantOperate(admin);
+  }
+
+  /**
+   * What `hourglass status|pause|resume --aws` needs, and the API: read and update the dispatcher
+   * schedule (and pass its role back, as UpdateSchedule requires), read the queues' depths, the
+   * alarms and the overdue metric, and the stack's outputs. Given to every role in `admins`.
+   */
+  grantOperate(grantee: iam.IGrantable): iam.Grant {
+    const grant = (
+      actions: string[],
+      resourceArns: string[],
+      conditions?: Record<string, Record<string, unknown>>,
+    ) => iam.Grant.addToPrincipal({ grantee, actions, resourceArns, ...(conditions && { conditions }) });
+    let combined = this.grantInvoke(grantee)
+      .combine(grant(["sqs:GetQueueAttributes"], [this.queue.queueArn, this.deadLetterQueue.queueArn]))
+      .combine(grant(["cloudformation:DescribeStacks"], [Stack.of(this).stackId]))
+      // Neither call can be narrowed to resources (GetMetricData takes none; alarms are read by name).
+      .combine(grant(["cloudwatch:DescribeAlarms", "cloudwatch:GetMetricData"], ["*"]));
+    if (this.schedule) {
+      const target = (this.schedule.node.defaultChild as scheduler.CfnSchedule)
+        .target as scheduler.CfnSchedule.TargetProperty;
+      combined = combined
+        .combine(grant(["scheduler:GetSchedule", "scheduler:UpdateSchedule"], [this.schedule.scheduleArn]))
+        .combine(
+          grant(["iam:PassRole"], [target.roleArn], {
+            StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" },
+          }),
+        );
+    }
+    return combined;
   }
 
   /** Lets a role or user call the API (IAM authorization): `hourglass.grantInvoke(myServiceRole)`. */

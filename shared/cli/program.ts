@@ -4,6 +4,7 @@ import ms from "ms";
 import { type EventBody, HourglassApiError, HourglassClient } from "../client/client.ts";
 import { importEvents } from "./import.ts";
 import { addLedgerCommands } from "./ledger-commands.ts";
+import { addOpsCommands } from "./ops-commands.ts";
 import { eventDetails, eventTable, output } from "./output.ts";
 
 interface Globals {
@@ -202,6 +203,7 @@ export function program(): Command {
     });
 
   addLedgerCommands(root, context);
+  addOpsCommands(root, context);
   return root;
 }
 

@@ -1,10 +1,12 @@
 import { App, Stack, Validations } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { Vpc } from "aws-cdk-lib/aws-ec2";
+import { AccountRootPrincipal, Role } from "aws-cdk-lib/aws-iam";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
 import { Hourglass } from "../../infra/construct/hourglass.ts";
 import { HourglassPropsError } from "../../infra/construct/props.ts";
+import { acknowledgeFindings } from "../../infra/nag.ts";
 import { HourglassStack, type HourglassStackProps } from "../../infra/stacks/hourglass-stack.ts";
 
 // Bundling is skipped (the `cdk synth` test bundles); these tests read the templates.
@@ -142,6 +144,50 @@ describe("the lean profile", () => {
   });
 
   it("passes cdk-nag", () => {
+    passesNag(app);
+  });
+});
+
+describe("admins and operators", () => {
+  it("names the admin roles to the functions, grants them what the CLI needs, and exports what it reads", () => {
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new HourglassStack(app, "Ops", { env: { account: "111111111111", region: "eu-west-1" } });
+    const admin = new Role(stack, "OnCall", { assumedBy: new AccountRootPrincipal() });
+    const hourglass = new Hourglass(stack, "Admined", { production: false, admins: [admin] });
+    acknowledgeFindings(hourglass);
+    const template = Template.fromStack(stack);
+    const adminRef = { "Fn::GetAtt": [stack.getLogicalId(admin.node.defaultChild as never), "Arn"] };
+    const functions = Object.values(template.findResources("AWS::Lambda::Function")).filter(
+      (f) => f.Properties.Environment?.Variables?.HOURGLASS_ADMIN_PRINCIPALS,
+    );
+    expect(functions).toHaveLength(3);
+    for (const fn of functions)
+      expect(fn.Properties.Environment.Variables.HOURGLASS_ADMIN_PRINCIPALS).toEqual(adminRef);
+    const statements = Object.values(template.findResources("AWS::IAM::Policy"))
+      .filter((p) =>
+        JSON.stringify(p.Properties.Roles).includes(stack.getLogicalId(admin.node.defaultChild as never)),
+      )
+      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[] }[]);
+    const actions = statements.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        "scheduler:GetSchedule",
+        "scheduler:UpdateSchedule",
+        "iam:PassRole",
+        "sqs:GetQueueAttributes",
+        "cloudwatch:DescribeAlarms",
+        "execute-api:Invoke",
+      ]),
+    );
+    for (const output of [
+      "DispatchSchedule",
+      "DispatchScheduleGroup",
+      "WorkQueueUrl",
+      "DeadLetterQueueUrl",
+      "AlarmNames",
+    ]) {
+      template.hasOutput(output, Match.anyValue());
+    }
     passesNag(app);
   });
 });

@@ -6,6 +6,7 @@ import { type AdminControl, samePrincipal } from "../../shared/http/routes/admin
 import { type Runtime, startRuntime } from "../../shared/local/runtime.ts";
 import { silentLogger } from "../../shared/logger.ts";
 import { decodeMessage } from "../../shared/transport/transport.ts";
+import { runCli } from "../support/cli.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
 import { type ApiServer, serveApi } from "../support/server.ts";
@@ -95,6 +96,33 @@ describe("local pause and resume", () => {
         "success recorded",
       );
     }
+  });
+});
+
+describe("the CLI, locally", () => {
+  let hg: TestHourglass;
+  let api: ApiServer;
+
+  beforeAll(async () => {
+    hg = await testHourglass();
+    api = await serveApi(hg);
+  });
+
+  afterAll(async () => {
+    await api.close();
+    await hg.destroy();
+  });
+
+  it("hourglass pause, status and resume act on the local dispatcher through the admin routes", async () => {
+    const paused = await runCli(api.base, "pause");
+    expect(paused.code).toBe(0);
+    expect(paused.stdout).toMatch(/dispatch paused/);
+    const status = await runCli(api.base, "--json", "status");
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ paused: true, indexSize: 0 });
+    expect((await hg.dispatcher.tick(100)).paused).toBe(true);
+    expect((await runCli(api.base, "resume")).stdout).toMatch(/dispatch resumed/);
+    expect((await hg.dispatcher.tick(100)).paused).toBeUndefined();
   });
 });
 
