@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { App, Stack, Validations } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { Vpc } from "aws-cdk-lib/aws-ec2";
@@ -189,5 +190,19 @@ describe("admins and operators", () => {
       template.hasOutput(output, Match.anyValue());
     }
     passesNag(app);
+  });
+});
+
+describe("the LocalStack pin", () => {
+  it("names one exact LocalStack version, the same in docker-compose.yml and the smoke test", () => {
+    const compose = readFileSync("docker-compose.yml", "utf8");
+    const smoke = readFileSync("test/localstack/smoke.localstack.ts", "utf8");
+    const pinned = /image: (localstack\/localstack:\d+\.\d+\.\d+)\b/.exec(compose)?.[1];
+    expect(pinned).toBeDefined();
+    expect(smoke).toContain(`"${pinned}"`);
+    // Its Lambda runtimes include nodejs24.x (added by localstack/localstack#13410, 2025-11-24),
+    // the runtime the functions use.
+    const { template } = synth({ production: false, dispatchTrigger: "events-rule" });
+    for (const fn of hourglassFunctions(template)) expect(fn.Properties.Runtime).toBe("nodejs24.x");
   });
 });
