@@ -27,7 +27,7 @@ export function acknowledgeFindings(hourglass: Hourglass): void {
       {
         id: `AwsSolutions::AwsSolutions-IAM5[Resource::<${Stack.of(hourglass).getLogicalId(hourglass.eventsTable.node.defaultChild as never)}.Arn>/index/*]`,
         reason:
-          "Queries on the events table's own indexes (pending, byTenant, dead), granted by TableV2.grantReadWriteData.",
+          "Queries on the events table's own indexes (pending, byTenant, dead): dynamodb:Query only, see TABLE_ACCESS in compute.ts.",
       },
     );
   }
@@ -62,15 +62,18 @@ export function acknowledgeFindings(hourglass: Hourglass): void {
       },
     );
   }
-  for (const secret of [hourglass.cache?.authSecret, hourglass.webhookSecret].filter(
-    (s) => s !== undefined,
-  )) {
-    Validations.of(secret).acknowledge({
+  if (hourglass.cache) {
+    Validations.of(hourglass.cache.authSecret).acknowledge({
       id: "AwsSolutions::AwsSolutions-SMG4",
       reason:
-        "Rotating the Valkey AUTH token needs ElastiCache's two-token rotation; both secrets are rotated by redeploying.",
+        "Not rotated automatically: a Valkey AUTH token changes through ElastiCache's two-token rotation (ROTATE, then SET), and a serverless user's password through ModifyUser; docs/security.md gives the steps. Redeploying does not regenerate it.",
     });
   }
+  Validations.of(hourglass.webhookSecret).acknowledge({
+    id: "AwsSolutions::AwsSolutions-SMG4",
+    reason:
+      "Not rotated automatically, by design: every tenant's signing secret is derived from this master, so changing it would break every receiver at once. Tenants rotate their own secrets with POST /v1/webhook-secret/rotate, with an overlap.",
+  });
   for (const admin of hourglass.admins) {
     if (Stack.of(admin) !== Stack.of(hourglass) || !admin.node.defaultChild) continue;
     Validations.of(admin).acknowledge({

@@ -3,15 +3,33 @@
 // system packages the embedded stack needs when this user can (root with apt-get). Node builtins
 // only, since it runs before node_modules exists.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync } from "node:fs";
 
 const run = (command, args) => execFileSync(command, args, { stdio: "inherit" });
 const has = (command) => !spawnSync(command, ["--version"], { stdio: "ignore" }).error;
 
-const lock = "package-lock.json";
-const marker = "node_modules/.package-lock.json";
-if (!existsSync(marker) || statSync(lock).mtimeMs > statSync(marker).mtimeMs) {
-  console.log("[hourglass] installing npm dependencies (npm ci)");
+// What is installed is compared with the lockfile by version, not by file times: a checkout, a
+// `git worktree add` or a copy makes package-lock.json look newer without changing anything.
+const locked = JSON.parse(readFileSync("package-lock.json", "utf8")).packages ?? {};
+const stale = Object.entries(locked).filter(([path, entry]) => {
+  if (!/^node_modules\/(@[^/]+\/)?[^/]+$/.test(path) || entry.link) return false;
+  try {
+    return JSON.parse(readFileSync(`${path}/package.json`, "utf8")).version !== entry.version;
+  } catch {
+    return !entry.optional;
+  }
+});
+if (stale.length > 0) {
+  // `npm ci` empties node_modules first. When node_modules is a link to a copy shared with other
+  // checkouts, that would empty theirs too: say what is missing and leave it to the user.
+  if (existsSync("node_modules") && lstatSync("node_modules").isSymbolicLink()) {
+    console.error(
+      `[hourglass] node_modules is a link to a shared folder and ${stale.length} package(s) there differ from ` +
+        `package-lock.json (${stale[0][0]}, …); run npm ci where that folder lives`,
+    );
+    process.exit(1);
+  }
+  console.log(`[hourglass] installing npm dependencies (npm ci): ${stale.length} missing or out of date`);
   run("npm", ["ci", "--no-audit", "--no-fund"]);
 }
 

@@ -18,7 +18,23 @@ export class ConfigError extends Error {
 }
 
 const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/** One message for every way a number can be wrong, so the one-line error says what is expected. */
+const int = (min: number, max: number) => {
+  const error = `a whole number from ${min} to ${max}`;
+  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+};
+const port = int(0, 65_535);
+const url = (protocols: readonly string[]) =>
+  z
+    .string()
+    .url({ error: `a URL (${protocols.join(", ")})` })
+    // Refinements run even when .url() failed: parse safely, the .url() issue is the one reported.
+    .refine(
+      (value) => !URL.canParse(value) || protocols.includes(new URL(value).protocol.replace(/:$/, "")),
+      {
+        error: `a URL starting with ${protocols.map((p) => `${p}://`).join(" or ")}`,
+      },
+    );
 
 export type Mode = "local" | "aws";
 
@@ -38,7 +54,15 @@ const modeDefaults: Record<
 
 const schema = z.object({
   HOURGLASS_MODE: z.enum(["local", "aws"]).optional(),
-  HOURGLASS_REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
+  HOURGLASS_REDIS_URL: url(["redis", "rediss"]).default("redis://127.0.0.1:6379"),
+  // Read by the AWS SDK itself; validated here so a typo fails before anything starts.
+  AWS_ENDPOINT_URL: url(["http", "https"]).optional(),
+  AWS_ENDPOINT_URL_DYNAMODB: url(["http", "https"]).optional(),
+  AWS_ENDPOINT_URL_SQS: url(["http", "https"]).optional(),
+  // The embedded stack of `npm start`: where its stand-ins listen and keep their data.
+  HOURGLASS_DATA_DIR: z.string().min(1).default(".hourglass"),
+  HOURGLASS_DYNAMODB_PORT: port.default(8000),
+  HOURGLASS_SQS_PORT: port.default(4566),
   HOURGLASS_REDIS_CLUSTER: bool.default(false),
   HOURGLASS_KEY_PREFIX: z
     .string()
@@ -113,9 +137,14 @@ const schema = z.object({
     .string()
     .regex(/^arn:[^,]+(,arn:[^,]+)*$/, "IAM role or user ARNs separated by commas")
     .optional(),
+  HOURGLASS_ALLOW_FEDERATED_USERS: bool.default(false),
+  HOURGLASS_ALLOWED_HOSTS: z
+    .string()
+    .regex(/^[A-Za-z0-9.-]+(,[A-Za-z0-9.-]+)*$/, "host names separated by commas")
+    .optional(),
   HOURGLASS_MAX_BODY_BYTES: int(1_024, 10_485_760).default(1_048_576),
   LOG_LEVEL: z.enum(["DEBUG", "INFO", "WARN", "ERROR", "SILENT"]).default("INFO"),
-  PORT: int(0, 65_535).default(3000),
+  PORT: port.default(3000),
 });
 
 export interface HourglassConfig {
@@ -143,6 +172,11 @@ export interface HourglassConfig {
   readonly journal: boolean;
   readonly webhook: {
     readonly allowPrivate: boolean;
+    /** Loopback targets: only locally, and only with private targets allowed (never on AWS). */
+    readonly allowLoopback: boolean;
+    /** Ports no webhook may call: the embedded stack's own services and the API (local mode). */
+    readonly refusedPorts: ReadonlySet<number>;
+    /** The deployment's master secret, from which each tenant's signing secret is derived. */
     readonly secret: string | undefined;
     readonly timeoutMs: number;
   };
@@ -154,11 +188,26 @@ export interface HourglassConfig {
   readonly adminTokens: readonly string[];
   /** On AWS: the IAM roles or users allowed on the admin routes (set by the CDK construct). */
   readonly adminPrincipals: readonly string[];
+  /**
+   * On AWS, accept `federated-user/…` callers (GetFederationToken sessions). Off by default: the
+   * session name is chosen by whoever holds the calling user's keys, so it proves less than a role.
+   */
+  readonly allowFederatedUsers: boolean;
+  /** Host names the local API answers besides loopback ones (DNS-rebinding guard). */
+  readonly allowedHosts: readonly string[];
   readonly maxBodyBytes: number;
   /** Secrets Manager secrets holding the Redis AUTH token and the webhook secret (AWS). */
   readonly secretArns: readonly string[];
   readonly logLevel: "DEBUG" | "INFO" | "WARN" | "ERROR" | "SILENT";
   readonly port: number;
+  /** The embedded stack `npm start` runs (or reuses) when no endpoint names another. */
+  readonly local: {
+    readonly dataDir: string;
+    readonly dynamoPort: number;
+    readonly sqsPort: number;
+    /** Services the AWS SDK variables point elsewhere (LocalStack, AWS): not started locally. */
+    readonly external: readonly ("dynamodb" | "sqs")[];
+  };
 }
 
 /** The secret that signs webhooks in local mode when none is configured; AWS mode requires one. */
@@ -182,12 +231,13 @@ export function loadConfig(
   const e = parsed.data;
   const mode: Mode = e.HOURGLASS_MODE ?? (env.AWS_LAMBDA_FUNCTION_NAME ? "aws" : "local");
   const defaults = modeDefaults[mode];
-  if (mode === "aws" && !e.HOURGLASS_WEBHOOK_SECRET && !e.HOURGLASS_SECRET_ARNS) {
-    throw new ConfigError(
-      "HOURGLASS_WEBHOOK_SECRET",
-      "required in aws mode (16 characters or more), or HOURGLASS_SECRET_ARNS",
-    );
-  }
+  // Tokens mean several tenants share this process, and the embedded stack behind it has no
+  // authentication of its own: private targets are then off unless asked for explicitly.
+  const allowPrivate =
+    e.HOURGLASS_WEBHOOK_ALLOW_PRIVATE ?? (defaults.allowPrivate && !e.HOURGLASS_API_TOKENS);
+  // On AWS the master webhook secret is required only where webhooks are signed or the secret is
+  // handed out (the worker and the API); the dispatcher is deliberately not given it. So a missing
+  // secret fails where it is used (WebhookSigning), naming HOURGLASS_WEBHOOK_SECRET, not here.
   if (e.HOURGLASS_BACKOFF_MAX_MS < e.HOURGLASS_BACKOFF_BASE_MS) {
     throw new ConfigError("HOURGLASS_BACKOFF_MAX_MS", "must be at least HOURGLASS_BACKOFF_BASE_MS");
   }
@@ -223,7 +273,10 @@ export function loadConfig(
     },
     journal: e.HOURGLASS_JOURNAL,
     webhook: {
-      allowPrivate: e.HOURGLASS_WEBHOOK_ALLOW_PRIVATE ?? defaults.allowPrivate,
+      allowPrivate,
+      allowLoopback: allowPrivate && mode === "local",
+      refusedPorts:
+        mode === "local" ? localServicePorts(merged, e.HOURGLASS_REDIS_URL, e.PORT) : new Set<number>(),
       secret: e.HOURGLASS_WEBHOOK_SECRET ?? (mode === "local" ? LOCAL_WEBHOOK_SECRET : undefined),
       timeoutMs: e.HOURGLASS_WEBHOOK_TIMEOUT_MS,
     },
@@ -236,9 +289,50 @@ export function loadConfig(
     ),
     adminTokens: e.HOURGLASS_ADMIN_TOKENS?.split(",") ?? [],
     adminPrincipals: e.HOURGLASS_ADMIN_PRINCIPALS?.split(",") ?? [],
+    allowFederatedUsers: e.HOURGLASS_ALLOW_FEDERATED_USERS,
+    allowedHosts: e.HOURGLASS_ALLOWED_HOSTS?.split(",") ?? [],
     maxBodyBytes: e.HOURGLASS_MAX_BODY_BYTES,
     secretArns: e.HOURGLASS_SECRET_ARNS?.split(",") ?? [],
     logLevel: e.LOG_LEVEL,
     port: e.PORT,
+    local: {
+      dataDir: e.HOURGLASS_DATA_DIR,
+      dynamoPort: e.HOURGLASS_DYNAMODB_PORT,
+      sqsPort: e.HOURGLASS_SQS_PORT,
+      external: [
+        ...(e.AWS_ENDPOINT_URL || e.AWS_ENDPOINT_URL_DYNAMODB ? (["dynamodb"] as const) : []),
+        ...(e.AWS_ENDPOINT_URL || e.AWS_ENDPOINT_URL_SQS ? (["sqs"] as const) : []),
+      ],
+    },
   };
+}
+
+/**
+ * The ports of the embedded stack (Redis and its cluster bus, DynamoDB Local, the SQS emulator)
+ * and of the API itself, read from the same variables the clients use, with the embedded
+ * defaults when they are unset.
+ */
+function localServicePorts(
+  env: Record<string, string | undefined>,
+  redisUrl: string,
+  apiPort: number,
+): ReadonlySet<number> {
+  const portOf = (url: string | undefined, fallback: number) => {
+    if (!url) return fallback;
+    try {
+      const parsed = new URL(url);
+      return Number(parsed.port || (parsed.protocol === "https:" ? 443 : 80));
+    } catch {
+      return fallback;
+    }
+  };
+  const redis = portOf(redisUrl, 6379);
+  const ports = [
+    redis,
+    redis + 10_000,
+    portOf(env.AWS_ENDPOINT_URL_DYNAMODB ?? env.AWS_ENDPOINT_URL, 8000),
+    portOf(env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL, 4566),
+  ];
+  if (apiPort > 0) ports.push(apiPort);
+  return new Set(ports);
 }

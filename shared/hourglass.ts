@@ -2,7 +2,7 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { LambdaClient } from "@aws-sdk/client-lambda";
 import { GetQueueUrlCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { createDynamoClient, createSqsClient } from "./aws.ts";
-import { ConfigError, type HourglassConfig, loadConfig } from "./config.ts";
+import { type HourglassConfig, loadConfig } from "./config.ts";
 import { createRedis } from "./engine/redis.ts";
 import { RedisIndex } from "./engine/redis-index.ts";
 import type { RedisClient } from "./engine/scripts.ts";
@@ -13,6 +13,7 @@ import { Worker, type WorkerHooks } from "./events/worker.ts";
 import { lambdaTarget } from "./handlers/lambda-target.ts";
 import type { HandlerDefinition } from "./handlers/registry.ts";
 import { HandlerRegistry } from "./handlers/registry.ts";
+import { DynamoSigningStateStore, WebhookSigning } from "./handlers/signing.ts";
 import { webhookHandler } from "./handlers/webhook.ts";
 import { EventJournal } from "./journal/journal.ts";
 import { LeaseService } from "./leases/lease-service.ts";
@@ -53,6 +54,8 @@ export interface Hourglass {
   readonly leases: LeaseService | undefined;
   readonly ledger: StockLedger | undefined;
   readonly registry: HandlerRegistry;
+  /** Each tenant's webhook signing secrets, derived from the master secret. */
+  readonly signing: WebhookSigning;
   readonly events: EventService;
   readonly dispatcher: Dispatcher;
   readonly worker: Worker;
@@ -67,8 +70,6 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     redis: { ...loaded.redis, url: withAuthToken(loaded.redis.url, secrets.redisAuthToken) },
     webhook: { ...loaded.webhook, secret: loaded.webhook.secret ?? secrets.webhookSecret },
   };
-  if (!config.webhook.secret)
-    throw new ConfigError("HOURGLASS_WEBHOOK_SECRET", "no webhook signing secret configured");
   const inLambda = Boolean(process.env.AWS_LAMBDA_FUNCTION_NAME);
   const logger = options.logger ?? createLogger(options.service ?? "hourglass", config.logLevel, inLambda);
   const redis = createRedis(config.redis.url, config.redis.cluster);
@@ -83,10 +84,19 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
   const transport = options.transport
     ? options.transport({ sqs, queueUrl })
     : new SqsTransport(sqs, queueUrl!);
+  const signing = new WebhookSigning(
+    config.webhook.secret,
+    config.journal ? new DynamoSigningStateStore(dynamo, config.tables.leases) : undefined,
+    options.clock ?? Date.now,
+  );
   const registry = new HandlerRegistry([
     webhookHandler({
-      secret: config.webhook.secret,
-      allowPrivate: config.webhook.allowPrivate,
+      signing,
+      policy: {
+        allowPrivate: config.webhook.allowPrivate,
+        allowLoopback: config.webhook.allowLoopback,
+        refusedPorts: config.webhook.refusedPorts,
+      },
       timeoutMs: config.webhook.timeoutMs,
     }),
     reservationExpiryHandler(() => ledger!),
@@ -126,6 +136,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     index,
     journal,
     registry,
+    signing,
     leases,
     ledger,
     events,

@@ -10,6 +10,8 @@ export const METRIC = {
   restored: "Restored",
   indexSize: "IndexSize",
   overdueLag: "OldestOverdueMs",
+  quarantined: "Quarantined",
+  failedShards: "FailedShards",
   lateness: "LatenessMs",
   succeeded: "Succeeded",
   retried: "Retried",
@@ -24,13 +26,16 @@ export function createMetrics(service: string): Metrics {
 export function recordTick(
   metrics: Metrics,
   report: TickReport,
-  index: { size: number; oldestOverdueMs: number },
+  index: { size: number; oldestOverdueMs: number; quarantined: number },
 ) {
   metrics.addMetric(METRIC.dispatched, MetricUnit.Count, report.sent);
   metrics.addMetric(METRIC.sendFailures, MetricUnit.Count, report.failed);
   metrics.addMetric(METRIC.restored, MetricUnit.Count, report.restored);
+  // A failing shard no longer fails the tick (so the Lambda's error count misses it): count it here.
+  metrics.addMetric(METRIC.failedShards, MetricUnit.Count, report.failedShards.length);
   metrics.addMetric(METRIC.indexSize, MetricUnit.Count, index.size);
   metrics.addMetric(METRIC.overdueLag, MetricUnit.Milliseconds, index.oldestOverdueMs);
+  metrics.addMetric(METRIC.quarantined, MetricUnit.Count, index.quarantined);
 }
 
 export function recordWork(metrics: Metrics, result: WorkResult) {

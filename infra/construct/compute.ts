@@ -8,6 +8,7 @@ import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as events from "aws-cdk-lib/aws-events";
 import * as eventsTargets from "aws-cdk-lib/aws-events-targets";
+import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
@@ -95,8 +96,44 @@ export function createFunction(
   });
 }
 
-export function grantTables(fn: lambda.IFunction, tables: readonly dynamodb.ITableV2[]) {
-  for (const table of tables) table.grantReadWriteData(fn);
+/**
+ * DynamoDB actions by what the code does with a table. Items inside TransactWriteItems are
+ * authorized as their own PutItem/UpdateItem, so no transaction action appears. Nothing in
+ * Hourglass scans, deletes items or batch-writes, so no role can.
+ */
+export const TABLE_ACCESS = {
+  /** EventJournal: conditional puts and updates, point and batch reads, index queries. */
+  journal: [
+    "dynamodb:BatchGetItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+  ],
+  /** LeaseService (and the webhook signing rotation state): conditional updates and reads. */
+  leases: ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+  /** The worker only reads a tenant's webhook signing state. */
+  signingState: ["dynamodb:GetItem"],
+  /** StockLedger: transactions of puts and updates, reads, history queries, snapshots. */
+  ledger: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+  /** `/health` asks DynamoDB to describe the events table. */
+  health: ["dynamodb:DescribeTable"],
+} as const;
+
+/** Grants exactly `actions` on one table, and on its indexes when it has some and is queried. */
+export function grantTable(
+  fn: lambda.IFunction,
+  table: dynamodb.ITableV2,
+  actions: readonly string[],
+  hasIndexes = false,
+) {
+  const queried = hasIndexes && actions.includes("dynamodb:Query");
+  fn.addToRolePolicy(
+    new iam.PolicyStatement({
+      actions: [...actions],
+      resources: queried ? [table.tableArn, `${table.tableArn}/index/*`] : [table.tableArn],
+    }),
+  );
 }
 
 export function grantSecrets(fn: lambda.IFunction, secrets: readonly secretsmanager.ISecret[]) {

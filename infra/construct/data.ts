@@ -34,16 +34,27 @@ export function createTable(scope: Construct, id: string, definition: TableDefin
 
 export interface Cache {
   readonly resource: elasticache.CfnReplicationGroup | elasticache.CfnServerlessCache;
-  /** `rediss://host:port`; the AUTH token is read from the secret at run time. */
+  /** `rediss://[user@]host:port`; the password is read from `authSecret` at run time. */
   readonly url: string;
   readonly cluster: boolean;
+  /** The ports the functions connect to. */
+  readonly ports: readonly number[];
   readonly securityGroup: ec2.SecurityGroup;
+  /** `{ "redisAuthToken": … }`: the replication group's AUTH token, or the serverless user's password. */
   readonly authSecret: secretsmanager.Secret;
 }
 
+/** The ElastiCache user the functions connect as on serverless Valkey (RBAC). */
+export const CACHE_USER = "hourglass";
+
 /**
- * Valkey with TLS in transit, encryption at rest, and a security group that admits only the
- * Hourglass functions. The replication group also has AUTH and, in production, a Multi-AZ replica.
+ * Valkey with TLS in transit, encryption at rest, authentication, and a security group that admits
+ * only the Hourglass functions. The replication group uses an AUTH token and, in production, a
+ * Multi-AZ replica and a final snapshot on delete; serverless Valkey uses an ElastiCache user in a
+ * user group (RBAC), whose password is the same kind of generated secret.
+ *
+ * The AUTH secret is destroyed with its cache: a cache built again (even from a snapshot) gets a
+ * new token, so a retained secret would only be an orphan.
  */
 export function createCache(
   scope: Construct,
@@ -59,28 +70,52 @@ export function createCache(
     allowAllOutbound: false,
   });
   const authSecret = new secretsmanager.Secret(scope, "CacheAuth", {
-    description: "Hourglass: Valkey AUTH token",
+    description:
+      mode === "serverless" ? "Hourglass: Valkey user password (RBAC)" : "Hourglass: Valkey AUTH token",
     generateSecretString: {
       secretStringTemplate: "{}",
       generateStringKey: "redisAuthToken",
       excludePunctuation: true,
       passwordLength: 48,
     },
-    removalPolicy: production ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    removalPolicy: RemovalPolicy.DESTROY,
   });
   const subnetIds = vpc.selectSubnets(subnets).subnetIds;
   if (mode === "serverless") {
+    const name = `hourglass-${scope.node.addr.slice(0, 12)}`;
+    const user = new elasticache.CfnUser(scope, "CacheUser", {
+      engine: "valkey",
+      userId: `${name}-user`,
+      userName: CACHE_USER,
+      // Every key and command the Lua scripts and the index need; no other user exists.
+      accessString: "on ~* &* +@all",
+      authenticationMode: {
+        Type: "password",
+        Passwords: [authSecret.secretValueFromJson("redisAuthToken").unsafeUnwrap()],
+      },
+    });
+    const userGroup = new elasticache.CfnUserGroup(scope, "CacheUserGroup", {
+      engine: "valkey",
+      userGroupId: `${name}-users`,
+      userIds: [user.userId],
+    });
+    userGroup.node.addDependency(user);
     const resource = new elasticache.CfnServerlessCache(scope, "Cache", {
-      serverlessCacheName: `hourglass-${scope.node.addr.slice(0, 12)}`,
+      serverlessCacheName: name,
       engine: "valkey",
       majorEngineVersion: "8",
       securityGroupIds: [securityGroup.securityGroupId],
       subnetIds,
+      userGroupId: userGroup.userGroupId,
+      ...(production && { finalSnapshotName: `${name}-final` }),
     });
+    resource.node.addDependency(userGroup);
     return {
       resource,
-      url: `rediss://${resource.attrEndpointAddress}:${resource.attrEndpointPort}`,
+      url: `rediss://${CACHE_USER}@${resource.attrEndpointAddress}:${resource.attrEndpointPort}`,
       cluster: true,
+      // 6379 for the endpoint, 6380 for reads from replicas.
+      ports: [6379, 6380],
       securityGroup,
       authSecret,
     };
@@ -105,10 +140,13 @@ export function createCache(
     securityGroupIds: [securityGroup.securityGroupId],
     snapshotRetentionLimit: production ? 7 : 0,
   });
+  // Production keeps a final snapshot when the stack (or the cache) is deleted, as docs/deploy.md says.
+  resource.applyRemovalPolicy(production ? RemovalPolicy.SNAPSHOT : RemovalPolicy.DESTROY);
   return {
     resource,
     url: `rediss://${resource.attrPrimaryEndPointAddress}:${resource.attrPrimaryEndPointPort}`,
     cluster: false,
+    ports: [6380],
     securityGroup,
     authSecret,
   };

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { Annotations, Duration, Stack } from "aws-cdk-lib";
+import { Annotations, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
 import type * as apigateway from "aws-cdk-lib/aws-apigateway";
 import type * as apigwv2 from "aws-cdk-lib/aws-apigatewayv2";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
@@ -22,7 +22,8 @@ import {
   createHttpApi,
   createQueues,
   grantSecrets,
-  grantTables,
+  grantTable,
+  TABLE_ACCESS,
 } from "./compute.ts";
 import { type Cache, createCache, createTable } from "./data.ts";
 import { createNetwork } from "./network.ts";
@@ -43,7 +44,12 @@ export class Hourglass extends Construct {
   public readonly ledgerTable: dynamodb.TableV2;
   /** Undefined when `externalRedis` is given. */
   public readonly cache: Cache | undefined;
-  public readonly functionsSecurityGroup: ec2.SecurityGroup;
+  /** One per function, each with egress limited to what that function reaches. */
+  public readonly securityGroups: {
+    readonly api: ec2.SecurityGroup;
+    readonly dispatcher: ec2.SecurityGroup;
+    readonly worker: ec2.SecurityGroup;
+  };
   public readonly queue: sqs.Queue;
   public readonly deadLetterQueue: sqs.Queue;
   public readonly webhookSecret: secretsmanager.Secret;
@@ -116,48 +122,61 @@ export class Hourglass extends Construct {
     this.cache = props.externalRedis
       ? undefined
       : createCache(this, this.vpc, subnets, cacheMode, props.cacheNodeType ?? "cache.t4g.small", production);
-    this.functionsSecurityGroup = new ec2.SecurityGroup(this, "FunctionsSecurityGroup", {
-      vpc: this.vpc,
-      description: "Hourglass functions",
-      allowAllOutbound: true,
-    });
-    if (this.cache) {
-      this.cache.securityGroup.addIngressRule(
-        this.functionsSecurityGroup,
-        ec2.Port.tcp(cacheMode === "serverless" ? 6379 : 6380),
-        "Hourglass functions to Valkey",
-      );
-      if (cacheMode === "serverless") {
-        this.cache.securityGroup.addIngressRule(
-          this.functionsSecurityGroup,
-          ec2.Port.tcp(6380),
-          "Valkey serverless readers",
+    this.securityGroups = {
+      api: functionSecurityGroup(this, "Api", this.vpc),
+      dispatcher: functionSecurityGroup(this, "Dispatcher", this.vpc),
+      worker: functionSecurityGroup(this, "Worker", this.vpc),
+    };
+    for (const group of Object.values(this.securityGroups)) {
+      if (this.cache) {
+        for (const port of this.cache.ports)
+          group.connections.allowTo(
+            this.cache.securityGroup,
+            ec2.Port.tcp(port),
+            "Hourglass function to Valkey",
+          );
+      } else if (props.externalRedis) {
+        const url = new URL(props.externalRedis.url);
+        group.addEgressRule(
+          ec2.Peer.anyIpv4(),
+          ec2.Port.tcp(Number(url.port || 6379)),
+          "to the external Redis",
         );
       }
     }
+    // Webhooks: the worker alone calls out on HTTP as well as HTTPS.
+    this.securityGroups.worker.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(80), "webhooks over http");
 
     const queues = createQueues(this);
     this.queue = queues.queue;
     this.deadLetterQueue = queues.deadLetterQueue;
+    // Every tenant's webhook signing secret is derived from this one: losing it breaks every
+    // receiver's verification, so production keeps it when the stack goes.
     this.webhookSecret = new secretsmanager.Secret(this, "WebhookSecret", {
-      description: "Hourglass: HMAC key for the Hourglass-Signature header of webhooks",
+      description: "Hourglass: master secret; each tenant's webhook signing secret is derived from it",
       generateSecretString: {
         secretStringTemplate: "{}",
         generateStringKey: "webhookSecret",
         excludePunctuation: true,
         passwordLength: 48,
       },
+      removalPolicy: production ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     });
 
-    const secrets =
-      this.cache && cacheMode !== "serverless"
-        ? [this.cache.authSecret, this.webhookSecret]
-        : [this.webhookSecret];
+    const redisSecret: secretsmanager.ISecret | undefined =
+      this.cache?.authSecret ?? props.externalRedis?.passwordSecret;
+    const redisSecrets = redisSecret ? [redisSecret] : [];
+    // Only the API (GET /v1/webhook-secret) and the worker (signing) read the signing secret.
+    const secrets = {
+      api: [...redisSecrets, this.webhookSecret],
+      dispatcher: redisSecrets,
+      worker: [...redisSecrets, this.webhookSecret],
+    };
     const redis = props.externalRedis ?? { url: this.cache!.url, cluster: this.cache!.cluster };
     const settings = {
       vpc: this.vpc,
       subnets,
-      securityGroup: this.functionsSecurityGroup,
+      securityGroup: this.securityGroups.api,
       handlersModule:
         props.handlersModule ?? join(import.meta.dirname, "..", "..", "functions", "handlers.ts"),
       logRetention,
@@ -171,7 +190,6 @@ export class Hourglass extends Construct {
         HOURGLASS_LEDGER_TABLE: this.ledgerTable.tableName,
         HOURGLASS_QUEUE_URL: this.queue.queueUrl,
         HOURGLASS_LOOKAHEAD_SECONDS: String((props.lookAhead ?? Duration.minutes(2)).toSeconds()),
-        HOURGLASS_SECRET_ARNS: secrets.map((s) => s.secretArn).join(","),
         HOURGLASS_WEBHOOK_ALLOW_PRIVATE: String(props.webhookAllowPrivate ?? false),
         HOURGLASS_INTERNET_EGRESS: String(this.hasInternetEgress),
         ...(this.admins.length > 0 && {
@@ -185,23 +203,49 @@ export class Hourglass extends Construct {
         }),
       },
     };
-    this.apiFunction = createFunction(this, "ApiFunction", "api", settings, {
+    const settingsFor = (role: keyof typeof secrets) => ({
+      ...settings,
+      securityGroup: this.securityGroups[role],
+      environment: {
+        ...settings.environment,
+        ...(secrets[role].length > 0 && {
+          HOURGLASS_SECRET_ARNS: secrets[role].map((secret) => secret.secretArn).join(","),
+        }),
+      },
+    });
+    this.apiFunction = createFunction(this, "ApiFunction", "api", settingsFor("api"), {
       memorySize: 512,
       timeout: Duration.seconds(29),
     });
-    this.dispatcherFunction = createFunction(this, "DispatcherFunction", "dispatcher", settings, {
-      memorySize: 512,
-      timeout: Duration.seconds(55),
-    });
-    this.workerFunction = createFunction(this, "WorkerFunction", "worker", settings, {
+    this.dispatcherFunction = createFunction(
+      this,
+      "DispatcherFunction",
+      "dispatcher",
+      settingsFor("dispatcher"),
+      {
+        memorySize: 512,
+        timeout: Duration.seconds(55),
+      },
+    );
+    this.workerFunction = createFunction(this, "WorkerFunction", "worker", settingsFor("worker"), {
       memorySize: 512,
       timeout: Duration.seconds(60),
     });
-    for (const fn of [this.apiFunction, this.dispatcherFunction, this.workerFunction]) {
-      grantTables(fn, [this.eventsTable, this.leasesTable, this.ledgerTable]);
-      grantSecrets(fn, secrets);
-      this.queue.grantSendMessages(fn);
-    }
+    // Per function, exactly what its code calls (see TABLE_ACCESS); test/infra/least-privilege pins it.
+    grantTable(this.apiFunction, this.eventsTable, [...TABLE_ACCESS.journal, ...TABLE_ACCESS.health], true);
+    grantTable(this.apiFunction, this.leasesTable, TABLE_ACCESS.leases);
+    grantTable(this.apiFunction, this.ledgerTable, TABLE_ACCESS.ledger);
+    this.queue.grantSendMessages(this.apiFunction);
+    grantTable(this.dispatcherFunction, this.eventsTable, TABLE_ACCESS.journal, true);
+    grantTable(this.dispatcherFunction, this.leasesTable, TABLE_ACCESS.leases);
+    this.queue.grantSendMessages(this.dispatcherFunction);
+    grantTable(this.workerFunction, this.eventsTable, TABLE_ACCESS.journal, true);
+    grantTable(this.workerFunction, this.leasesTable, TABLE_ACCESS.signingState);
+    // reservation.expire releases holds in the ledger.
+    grantTable(this.workerFunction, this.ledgerTable, TABLE_ACCESS.ledger);
+    grantSecrets(this.apiFunction, secrets.api);
+    grantSecrets(this.dispatcherFunction, secrets.dispatcher);
+    grantSecrets(this.workerFunction, secrets.worker);
     attachWorker(this.workerFunction, this.queue, props.workerMaxConcurrency ?? 50);
     for (const [, fn] of handlerFunctions) fn.grantInvoke(this.workerFunction);
 
@@ -285,4 +329,23 @@ export class Hourglass extends Construct {
       ],
     });
   }
+}
+
+/**
+ * A function's own security group: no traffic in, and out only HTTPS (the AWS APIs through the
+ * VPC endpoints: the DynamoDB gateway endpoint's addresses are a prefix list that only a deploy-time
+ * lookup could name) plus what the construct adds for the cache and, for the worker, webhooks.
+ */
+function functionSecurityGroup(scope: Construct, name: string, vpc: ec2.IVpc): ec2.SecurityGroup {
+  const group = new ec2.SecurityGroup(scope, `${name}SecurityGroup`, {
+    vpc,
+    description: `Hourglass ${name.toLowerCase()} function`,
+    allowAllOutbound: false,
+  });
+  group.addEgressRule(
+    ec2.Peer.anyIpv4(),
+    ec2.Port.tcp(443),
+    "HTTPS: AWS APIs (and webhooks from the worker)",
+  );
+  return group;
 }

@@ -92,6 +92,19 @@ export function createObservability(scope: Construct, watched: Watched, topic: s
         evaluationPeriods: 3,
       },
     ),
+    failedShards: alarm(
+      "DispatchShardFailures",
+      "Claims or sends failed on some shards (see the dispatcher's log): their events are not moving",
+      metric(METRIC.failedShards, "dispatcher", "Sum", Duration.minutes(5)),
+      2,
+    ),
+    quarantined: alarm(
+      "QuarantinedEntries",
+      "The index set aside entries no script could read (see the dispatcher's log): inspect them",
+      metric(METRIC.quarantined, "dispatcher", "Maximum"),
+      0,
+      { comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD },
+    ),
     workerErrors: alarm(
       "WorkerErrors",
       "The worker Lambda failed (infrastructure errors, not handler failures)",

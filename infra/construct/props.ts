@@ -3,6 +3,7 @@ import type * as ec2 from "aws-cdk-lib/aws-ec2";
 import type * as iam from "aws-cdk-lib/aws-iam";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as logs from "aws-cdk-lib/aws-logs";
+import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import type * as sns from "aws-cdk-lib/aws-sns";
 
 /**
@@ -73,7 +74,16 @@ export interface HourglassProps {
    * Redis you run yourself. The functions still run in the VPC.
    * @default undefined: Hourglass creates its own Valkey
    */
-  readonly externalRedis?: { readonly url: string; readonly cluster?: boolean };
+  readonly externalRedis?: {
+    readonly url: string;
+    readonly cluster?: boolean;
+    /**
+     * A JSON secret `{ "redisAuthToken": "…" }` with the password (AUTH token), read by the
+     * functions at cold start. Required in production, where the URL must be `rediss://` and
+     * carry no password: an environment variable is readable by anyone who can read the function.
+     */
+    readonly passwordSecret?: secretsmanager.ISecret;
+  };
   /** @default "cache.t4g.small" (replication group only) */
   readonly cacheNodeType?: string;
   /** Index shards (Redis hash tags). Fixed for the life of the deployment. @default 16 */
@@ -147,6 +157,15 @@ export function validateProps(props: HourglassProps): void {
   }
   if (props.externalRedis && !/^rediss?:\/\//.test(props.externalRedis.url)) {
     problems.push(`externalRedis.url must be a redis:// or rediss:// URL (got ${props.externalRedis.url})`);
+  }
+  if (props.externalRedis && (props.production ?? true)) {
+    const url = props.externalRedis.url;
+    if (!url.startsWith("rediss://"))
+      problems.push(`externalRedis.url must be rediss:// (TLS) in production (got ${url.split("@").pop()})`);
+    if (/^rediss?:\/\/[^@/]*:[^@/]+@/.test(url))
+      problems.push("externalRedis.url must not carry a password in production: give it as passwordSecret");
+    else if (!props.externalRedis.passwordSecret)
+      problems.push("externalRedis.passwordSecret (a Secrets Manager secret) is required in production");
   }
   if (props.externalRedis && props.cache) {
     problems.push(

@@ -1,7 +1,7 @@
-import Table from "cli-table3";
-import { type Command, InvalidArgumentError } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import type { HourglassClient } from "../client/client.ts";
-import type { Output } from "./output.ts";
+import { need } from "./options.ts";
+import { type Output, table } from "./output.ts";
 
 type Context = (command: Command) => { client: HourglassClient; out: Output };
 
@@ -59,9 +59,9 @@ export function addLedgerCommands(root: Command, context: Context): void {
       const page = await client.ledger(sku, { limit: Math.min(100, options.limit) });
       const report = options.reconcile ? await client.reconcile(sku) : undefined;
       out.print(report ? { ...page, reconcile: report } : page, () => {
-        const table = new Table({ head: ["at", "kind", "quantity", "reservation"] });
-        for (const e of page.entries) table.push([e.at, e.kind, e.quantity, e.reservationId ?? ""]);
-        const lines = [page.entries.length ? table.toString() : "(no entries)"];
+        const rows = table({ head: ["at", "kind", "quantity", "reservation"] });
+        for (const e of page.entries) rows.push([e.at, e.kind, e.quantity, e.reservationId ?? ""]);
+        const lines = [page.entries.length ? rows.toString() : "(no entries)"];
         if (report)
           lines.push(report.ok ? "ledger and counters agree" : `DRIFT: ${JSON.stringify(report.drift)}`);
         return lines.join("\n");
@@ -71,8 +71,8 @@ export function addLedgerCommands(root: Command, context: Context): void {
   root
     .command("hold")
     .description("hold stock for a while: all items or none")
-    .requiredOption("--item <sku=quantity>", "an item; repeat for more", item)
-    .requiredOption("--for <seconds>", "how long the hold lasts", positive)
+    .addOption(need(new Option("--item <sku=quantity>", "an item; repeat for more").argParser(item)))
+    .addOption(need(new Option("--for <seconds>", "how long the hold lasts").argParser(positive)))
     .option("--id <id>", "reservation id (idempotency key)")
     .action(async (options, command: Command) => {
       const { client, out } = context(command);
@@ -104,7 +104,7 @@ export function addLedgerCommands(root: Command, context: Context): void {
   lease
     .command("acquire <name>")
     .description("take a lease")
-    .requiredOption("--owner <owner>", "who takes it")
+    .addOption(need(new Option("--owner <owner>", "who takes it")))
     .option("--ttl <seconds>", "how long it lasts", positive, 30)
     .action(async (name: string, options, command: Command) => {
       const { client, out } = context(command);
@@ -114,12 +114,32 @@ export function addLedgerCommands(root: Command, context: Context): void {
         () => `${name}: held by ${grant.owner} until ${grant.expiresAt}, token ${grant.token}`,
       );
     });
+  // Not --token: that is the global bearer token.
+  const leaseToken = () =>
+    need(new Option("--lease-token <n>", "the fencing token acquire gave").argParser(positive));
+  lease
+    .command("renew <name>")
+    .description("extend a lease you hold")
+    .addOption(need(new Option("--owner <owner>", "who holds it")))
+    .addOption(leaseToken())
+    .option("--ttl <seconds>", "how long it lasts from now", positive, 30)
+    .action(async (name: string, options, command: Command) => {
+      const { client, out } = context(command);
+      const grant = await client.renewLease(name, {
+        owner: options.owner,
+        token: options.leaseToken,
+        ttlSeconds: options.ttl,
+      });
+      out.print(
+        grant,
+        () => `${name}: held by ${grant.owner} until ${grant.expiresAt}, token ${grant.token}`,
+      );
+    });
   lease
     .command("release <name>")
     .description("give a lease up")
-    .requiredOption("--owner <owner>", "who holds it")
-    // Not --token: that is the global bearer token.
-    .requiredOption("--lease-token <n>", "the fencing token acquire gave", positive)
+    .addOption(need(new Option("--owner <owner>", "who holds it")))
+    .addOption(leaseToken())
     .action(async (name: string, options, command: Command) => {
       const { client, out } = context(command);
       const state = await client.releaseLease(name, { owner: options.owner, token: options.leaseToken });

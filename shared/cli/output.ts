@@ -1,5 +1,5 @@
 import Table from "cli-table3";
-import type { EventBody } from "../client/client.ts";
+import type { EventBody, StatsBody } from "../client/client.ts";
 
 /** Prints either JSON (for scripts) or something a person reads. */
 export interface Output {
@@ -16,25 +16,64 @@ export function output(json: boolean): Output {
   };
 }
 
+/**
+ * Colour only for a person at a terminal: never when piped or redirected, never with NO_COLOR set
+ * (https://no-color.org: any non-empty value).
+ */
+export function useColor(
+  stream: { isTTY?: boolean } = process.stdout,
+  env: NodeJS.ProcessEnv = process.env,
+): boolean {
+  return stream.isTTY === true && !env.NO_COLOR;
+}
+
+/**
+ * A table in the house style. cli-table3 colours headers red by default, which reads as an error:
+ * headers are bold, and nothing is coloured unless `useColor()` says so.
+ */
+export function table(options: { head?: string[]; colWidths?: (number | null)[] } = {}): Table.Table {
+  const color = useColor();
+  return new Table({
+    ...(options.head && { head: options.head }),
+    ...(options.colWidths && { colWidths: options.colWidths, wordWrap: true, wrapOnWordBoundary: true }),
+    style: { head: color ? ["bold"] : [], border: color ? ["grey"] : [] },
+  });
+}
+
+/** Wide enough for a typical error line; longer ones wrap at word boundaries, never mid-word. */
+const LAST_ERROR_WIDTH = 42;
+
 export function eventTable(events: readonly EventBody[]): string {
-  const table = new Table({ head: ["id", "type", "status", "runAt", "attempts", "last error"] });
+  if (events.length === 0) return "(no events)";
+  const rows = table({
+    head: ["id", "type", "status", "runAt", "attempts", "last error"],
+    colWidths: [null, null, null, null, null, LAST_ERROR_WIDTH],
+  });
   for (const e of events) {
-    table.push([
-      e.id,
-      e.type,
-      e.status,
-      e.runAt,
-      `${e.attempts}/${e.maxAttempts}`,
-      (e.lastError ?? "").slice(0, 40),
-    ]);
+    rows.push([e.id, e.type, e.status, e.runAt, `${e.attempts}/${e.maxAttempts}`, e.lastError ?? ""]);
   }
-  return events.length === 0 ? "(no events)" : table.toString();
+  return rows.toString();
 }
 
 export function eventDetails(e: EventBody): string {
-  const table = new Table();
+  const rows = table();
   for (const [key, value] of Object.entries(e)) {
-    table.push({ [key]: typeof value === "string" ? value : JSON.stringify(value) });
+    rows.push({ [key]: typeof value === "string" ? value : JSON.stringify(value) });
   }
-  return table.toString();
+  return rows.toString();
+}
+
+/** `stats`: the totals, then one row per event type with a column per status that occurs. */
+export function statsReport(stats: StatsBody): string {
+  const lines = [`index size: ${stats.indexSize}    oldest overdue: ${stats.oldestOverdueMs} ms`];
+  const statuses = Object.keys(stats.byStatus);
+  if (statuses.length === 0) return [...lines, "(no events)"].join("\n");
+  const byType = table({ head: ["type", ...statuses, "total"] });
+  for (const [type, counts] of Object.entries(stats.byType)) {
+    const row = statuses.map((s) => (counts as Record<string, number>)[s] ?? 0);
+    byType.push([type, ...row.map(String), String(row.reduce((a, b) => a + b, 0))]);
+  }
+  const totals = statuses.map((s) => stats.byStatus[s] ?? 0);
+  byType.push(["all types", ...totals.map(String), String(totals.reduce((a, b) => a + b, 0))]);
+  return [...lines, byType.toString()].join("\n");
 }

@@ -1,11 +1,13 @@
 import { readFileSync } from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
+import { TimeoutError } from "ky";
 import ms from "ms";
 import { type EventBody, HourglassApiError, HourglassClient } from "../client/client.ts";
 import { importEvents } from "./import.ts";
 import { addLedgerCommands } from "./ledger-commands.ts";
 import { addOpsCommands } from "./ops-commands.ts";
-import { eventDetails, eventTable, output } from "./output.ts";
+import { checkRequiredOptions, need } from "./options.ts";
+import { eventDetails, eventTable, output, statsReport } from "./output.ts";
 
 interface Globals {
   url: string;
@@ -29,13 +31,33 @@ function instant(value: string): string {
   return new Date(time).toISOString();
 }
 
+/** What `--payload` holds, per built-in type; printed by `schedule --help` and when it is missing. */
+export const PAYLOAD_HELP = [
+  "the event's payload: JSON, or @file with JSON in it (see examples/webhook.json).",
+  '  webhook: { "url": "https://…", "method"?: "POST", "headers"?: {…}, "body"?: any JSON }',
+  "  your own types: whatever their handler's schema asks for (functions/handlers.ts)",
+].join("\n");
+
 /** `--payload '{"a":1}'` or `--payload @file.json`. */
 function payload(value: string): unknown {
-  const text = value.startsWith("@") ? readFileSync(value.slice(1), "utf8") : value;
+  let text = value;
+  if (value.startsWith("@")) {
+    const file = value.slice(1);
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new InvalidArgumentError(
+        code === "ENOENT" ? `no file ${file}` : `cannot read ${file} (${code ?? (error as Error).message})`,
+      );
+    }
+  }
   try {
     return JSON.parse(text);
   } catch {
-    throw new InvalidArgumentError("JSON, or @file with JSON in it");
+    throw new InvalidArgumentError(
+      value.startsWith("@") ? `${value.slice(1)} does not hold JSON` : "JSON, or @file with JSON in it",
+    );
   }
 }
 
@@ -57,7 +79,9 @@ export function program(): Command {
     .option("--sigv4", "sign requests with AWS SigV4 (API Gateway IAM auth)")
     .addOption(new Option("--region <region>", "AWS region for --sigv4").env("AWS_REGION"))
     .option("--json", "print JSON, for scripts")
-    .showHelpAfterError();
+    .showHelpAfterError()
+    .showSuggestionAfterError();
+  checkRequiredOptions(root);
 
   const context = (command: Command) => {
     const globals = command.optsWithGlobals<Globals>();
@@ -72,10 +96,10 @@ export function program(): Command {
   root
     .command("schedule")
     .description("schedule an event")
-    .requiredOption("--type <type>", "event type, such as webhook")
+    .addOption(need(new Option("--type <type>", "event type, such as webhook")))
     .option("--in <duration>", "run after this long (90s, 15m, 2h, 3d)", duration)
     .option("--at <time>", "run at this ISO-8601 time", instant)
-    .option("--payload <json|@file>", "the payload", payload, null)
+    .addOption(need(new Option("--payload <json|@file>", PAYLOAD_HELP).argParser(payload), PAYLOAD_HELP))
     .option("--id <id>", "your idempotency key")
     .option("--max-attempts <n>", "attempts before the dead letters", (v) => Number.parseInt(v, 10))
     .action(async (options, command: Command) => {
@@ -149,13 +173,7 @@ export function program(): Command {
     .action(async (_options, command: Command) => {
       const { client, out } = context(command);
       const stats = await client.stats();
-      out.print(stats, () =>
-        [
-          `index size: ${stats.indexSize}    oldest overdue: ${stats.oldestOverdueMs} ms`,
-          ...Object.entries(stats.byStatus).map(([status, count]) => `  ${status.padEnd(11)} ${count}`),
-          ...Object.entries(stats.byType).map(([type, counts]) => `type ${type}: ${JSON.stringify(counts)}`),
-        ].join("\n"),
-      );
+      out.print(stats, () => statsReport(stats));
     });
 
   const dlq = root.command("dlq").description("dead letters");
@@ -207,7 +225,23 @@ export function program(): Command {
   return root;
 }
 
-/** Runs the CLI; API problems are printed as one line (or as JSON) with exit code 1. */
+/**
+ * Why a request got no answer at all, when it did not: undici's `fetch failed` (connection refused,
+ * unknown host, …, the code on its cause) or ky's timeout. Undefined for every other error.
+ */
+function noAnswer(error: unknown): string | undefined {
+  if (error instanceof TimeoutError) return "no answer in time";
+  if (!(error instanceof TypeError) || error.message !== "fetch failed") return undefined;
+  const cause = error.cause as (NodeJS.ErrnoException & { errors?: NodeJS.ErrnoException[] }) | undefined;
+  // "localhost" fails for IPv4 and IPv6 both: an AggregateError of the two, each with its code.
+  return cause?.code ?? cause?.errors?.[0]?.code ?? cause?.message ?? "fetch failed";
+}
+
+/**
+ * Runs the CLI. Every failure a user can cause or meet is one short message on stderr (or the
+ * problem as JSON with --json), never a stack: exit 1 for what the server or network said (and,
+ * as commander does, for flags used wrongly), 2 for a value an action refuses.
+ */
 export async function main(argv: string[]): Promise<void> {
   const cli = program();
   try {
@@ -215,10 +249,16 @@ export async function main(argv: string[]): Promise<void> {
   } catch (error) {
     if (error instanceof HourglassApiError) {
       if (argv.includes("--json")) process.stdout.write(`${JSON.stringify(error.problem, null, 2)}\n`);
-      else
-        process.stderr.write(
-          `hourglass: ${error.message}\n${(error.problem.errors ?? []).map((e) => `  ${e.path}: ${e.message}\n`).join("")}`,
-        );
+      else process.stderr.write(apiErrorText(error));
+      process.exitCode = 1;
+      return;
+    }
+    const why = noAnswer(error);
+    if (why) {
+      process.stderr.write(
+        `hourglass: nothing answers at ${cli.opts<Globals>().url} (${why}). Start Hourglass with ` +
+          "`npm start` in the project folder, or point --url (or HOURGLASS_URL) at a running one.\n",
+      );
       process.exitCode = 1;
       return;
     }
@@ -229,4 +269,13 @@ export async function main(argv: string[]): Promise<void> {
     }
     throw error;
   }
+}
+
+/** The problem's title, then each field error once; the detail only when there are none. */
+function apiErrorText(error: HourglassApiError): string {
+  const issues = error.problem.errors ?? [];
+  if (issues.length === 0) return `hourglass: ${error.message}\n`;
+  return `hourglass: ${error.status} ${error.problem.title}\n${issues
+    .map((e) => `  ${e.path || "(body)"}: ${e.message}\n`)
+    .join("")}`;
 }

@@ -12,6 +12,7 @@ export enum ScriptCode {
   EPOCH_MISSING = 9,
   RESTORED = 10,
   PRESENT = 11,
+  TOMBSTONED = 12,
 }
 
 /** Statuses as the index stores them. The journal adds `succeeded` and `cancelled`. */

@@ -14,12 +14,24 @@ export interface ShardKeys {
   readonly dead: string;
   /** HASH member → immutable body: `type\n{envelope json}`. Present for every live event. */
   readonly body: string;
-  /** HASH member → mutable `status|attempt|gen|runAt`. Absent means scheduled, attempt 0, gen 0. */
+  /**
+   * HASH member → mutable `status|attempt|gen|runAt[|version]`. Absent means scheduled, attempt 0,
+   * gen 0, version 0. The version is the journal's (see reschedule.lua).
+   */
   readonly meta: string;
   /** HASH `tenant|type|status` → count. */
   readonly stats: string;
   /** STRING: present while the shard's index is known to be complete; missing after data loss. */
   readonly epoch: string;
+  /** HASH member → `reason\nmeta\nbody`: entries the scripts could not read, set aside by claim. */
+  readonly quarantine: string;
+  /** ZSET member → cancel time (ms): recent cancels, which no restore may bring back. */
+  readonly cancelled: string;
+  /**
+   * STRING: present while the shard is being rebuilt from the journal after a data loss: the
+   * journal cursor reached so far ("" at the start). Lets the rebuild resume in the next call.
+   */
+  readonly rebuild: string;
 }
 
 export function shardKeys(prefix: string, shard: number): ShardKeys {
@@ -32,6 +44,9 @@ export function shardKeys(prefix: string, shard: number): ShardKeys {
     meta: `${tag}:meta`,
     stats: `${tag}:stats`,
     epoch: `${tag}:epoch`,
+    quarantine: `${tag}:quarantine`,
+    cancelled: `${tag}:cancelled`,
+    rebuild: `${tag}:rebuild`,
   };
 }
 

@@ -13,17 +13,30 @@ export interface IndexEntry {
 export interface RestoreEntry extends IndexEntry {
   readonly attempt: number;
   readonly status: "scheduled" | "retrying" | "dead";
+  /** The journal item's version (see reschedule.lua); 0 when it has none. */
+  readonly version: number;
 }
+
+/** How long a cancel's tombstone keeps restores away: far longer than any journal read takes to apply. */
+export const TOMBSTONE_MS = 15 * 60_000;
 
 export type ClaimResult =
   | { readonly epochMissing: true }
-  | { readonly epochMissing: false; readonly claimed: (DispatchMessage & { redelivered: boolean })[] };
+  | {
+      readonly epochMissing: false;
+      readonly claimed: (DispatchMessage & { redelivered: boolean })[];
+      /** Members whose entry could not be read, set aside by this claim (each reported once). */
+      readonly quarantined: string[];
+    };
 
 export type StartResult =
   | { readonly code: ScriptCode.OK; readonly attempt: number; readonly body: string }
   | { readonly code: ScriptCode.NOT_FOUND | ScriptCode.DUPLICATE }
   | { readonly code: ScriptCode.STALE; readonly status: LiveStatus }
-  | { readonly code: ScriptCode.EARLY; readonly runAt: number };
+  | { readonly code: ScriptCode.EARLY; readonly runAt: number; readonly now: number };
+
+/** Passed as `now` to `start`: judge "due" by the Redis server's clock, not the caller's. */
+export const REDIS_TIME = "redis";
 
 export type TransitionResult =
   | { readonly code: ScriptCode.OK; readonly previous?: LiveStatus }
@@ -31,9 +44,27 @@ export type TransitionResult =
   | { readonly code: ScriptCode.STALE | ScriptCode.CONFLICT; readonly status: LiveStatus };
 
 export type RescheduleResult =
-  | { readonly code: ScriptCode.SCHEDULED | ScriptCode.NOT_FOUND }
-  | { readonly code: ScriptCode.DISPATCHED; readonly attempt: number; readonly gen: number }
+  | { readonly code: ScriptCode.NOT_FOUND }
+  | { readonly code: ScriptCode.SCHEDULED | ScriptCode.STALE; readonly version: number }
+  | {
+      readonly code: ScriptCode.DISPATCHED;
+      readonly attempt: number;
+      readonly gen: number;
+      readonly version: number;
+    }
   | { readonly code: ScriptCode.CONFLICT; readonly status: LiveStatus };
+
+/** Lease an event on the spot when it is due before `dispatchUntil`, so the caller sends it now. */
+export interface DirectDispatch {
+  readonly now: number;
+  readonly dispatchUntil: number;
+  readonly leaseMs: number;
+}
+
+export type ReviveResult =
+  | { readonly code: ScriptCode.OK | ScriptCode.NOT_FOUND }
+  | { readonly code: ScriptCode.DISPATCHED; readonly gen: number }
+  | { readonly code: ScriptCode.STALE | ScriptCode.CONFLICT; readonly status: LiveStatus };
 
 export interface LiveState {
   readonly status: LiveStatus;
@@ -50,6 +81,8 @@ export interface ShardStats {
   readonly dead: number;
   readonly oldestDue: number | undefined;
   readonly oldestLeaseDeadline: number | undefined;
+  /** Entries set aside because no script could read them. */
+  readonly quarantined: number;
 }
 
 type Reply = (string | number)[];
@@ -102,12 +135,14 @@ export class RedisIndex {
     const reply = (await runScript(
       this.client,
       "claim",
-      [k.due, k.leased, k.body, k.meta, k.stats, k.epoch],
+      [k.due, k.leased, k.body, k.meta, k.stats, k.epoch, k.quarantine],
       [now, dueUntil, limit, leaseMs],
     )) as Reply;
     if (reply[0] === ScriptCode.EPOCH_MISSING) return { epochMissing: true } as ClaimResult;
+    const skip = Number(reply[1]);
+    const quarantined = reply.slice(2, 2 + skip).map(String);
     const claimed: (DispatchMessage & { redelivered: boolean })[] = [];
-    for (let i = 1; i < reply.length; i += 5) {
+    for (let i = 2 + skip; i < reply.length; i += 5) {
       claimed.push({
         member: String(reply[i]),
         shard,
@@ -117,20 +152,24 @@ export class RedisIndex {
         redelivered: reply[i + 4] === 1,
       });
     }
-    return { epochMissing: false, claimed } as ClaimResult;
+    return { epochMissing: false, claimed, quarantined } as ClaimResult;
   }
 
-  async start(message: DispatchMessage, now: number, leaseMs: number): Promise<StartResult> {
+  async start(
+    message: DispatchMessage,
+    now: number | typeof REDIS_TIME,
+    leaseMs: number,
+  ): Promise<StartResult> {
     return (await this.startMany([message], now, leaseMs))[0]!;
   }
 
   /** Starts many dispatched events: one script call per shard. Results come back in input order. */
   async startMany(
     messages: readonly DispatchMessage[],
-    now: number,
+    now: number | typeof REDIS_TIME,
     leaseMs: number,
   ): Promise<StartResult[]> {
-    return this.perShard(messages, "start", [now, leaseMs], 3, (reply, i) => {
+    return this.perShard(messages, "start", [now === REDIS_TIME ? "" : now, leaseMs], 3, (reply, i) => {
       const code = reply[i] as ScriptCode;
       switch (code) {
         case ScriptCode.OK:
@@ -138,7 +177,7 @@ export class RedisIndex {
         case ScriptCode.STALE:
           return { code, status: reply[i + 1] as LiveStatus };
         case ScriptCode.EARLY:
-          return { code, runAt: Number(reply[i + 1]) };
+          return { code, runAt: Number(reply[i + 1]), now: Number(reply[i + 2]) };
         case ScriptCode.NOT_FOUND:
         case ScriptCode.DUPLICATE:
           return { code };
@@ -188,17 +227,31 @@ export class RedisIndex {
     );
   }
 
-  async retry(message: DispatchMessage, nextRunAt: number): Promise<TransitionResult> {
+  /**
+   * Puts a failed running event back in `due`, or, when `direct` is given and the retry is due
+   * within its window, leases it on the spot: DISPATCHED means the caller must send it.
+   */
+  async retry(
+    message: DispatchMessage,
+    nextRunAt: number,
+    direct?: DirectDispatch,
+  ): Promise<TransitionResult | { readonly code: ScriptCode.DISPATCHED; readonly gen: number }> {
     const k = this.keys(message.shard);
-    return transition(
+    const reply = (await runScript(
+      this.client,
       "retry",
-      await runScript(
-        this.client,
-        "retry",
-        [k.due, k.leased, k.body, k.meta, k.stats],
-        [message.member, message.gen, nextRunAt],
-      ),
-    );
+      [k.due, k.leased, k.body, k.meta, k.stats],
+      [
+        message.member,
+        message.gen,
+        nextRunAt,
+        direct?.now ?? 0,
+        direct?.dispatchUntil ?? 0,
+        direct?.leaseMs ?? 0,
+      ],
+    )) as Reply;
+    if (reply[0] === ScriptCode.DISPATCHED) return { code: ScriptCode.DISPATCHED, gen: Number(reply[1]) };
+    return transition("retry", reply);
   }
 
   async bury(message: DispatchMessage, now: number): Promise<TransitionResult> {
@@ -214,34 +267,53 @@ export class RedisIndex {
     );
   }
 
-  async cancel(member: string): Promise<TransitionResult> {
+  /** Cancels a not-yet-started event and leaves a tombstone that keeps restores away from it. */
+  async cancel(member: string, now: number): Promise<TransitionResult> {
     const k = this.keys(this.shardOf(member));
     return transition(
       "cancel",
-      await runScript(this.client, "cancel", [k.due, k.leased, k.dead, k.body, k.meta, k.stats], [member]),
+      await runScript(
+        this.client,
+        "cancel",
+        [k.due, k.leased, k.dead, k.body, k.meta, k.stats, k.cancelled],
+        [member, now, TOMBSTONE_MS],
+      ),
     );
   }
 
+  /**
+   * Moves a waiting or dispatched event to `runAt`. Without `journalVersion` it is a client's
+   * reschedule (the index's version goes up); with it, a sync to the journal's time, applied only
+   * when the journal is at least as new as the index.
+   */
   async reschedule(
     member: string,
     runAt: number,
     now: number,
     dispatchUntil: number,
     leaseMs: number,
+    journalVersion?: number,
   ): Promise<RescheduleResult> {
     const k = this.keys(this.shardOf(member));
     const reply = (await runScript(
       this.client,
       "reschedule",
       [k.due, k.leased, k.body, k.meta, k.stats],
-      [member, runAt, now, dispatchUntil, leaseMs],
+      [member, runAt, now, dispatchUntil, leaseMs, journalVersion ?? ""],
     )) as Reply;
     switch (reply[0]) {
-      case ScriptCode.SCHEDULED:
       case ScriptCode.NOT_FOUND:
         return { code: reply[0] };
+      case ScriptCode.SCHEDULED:
+      case ScriptCode.STALE:
+        return { code: reply[0], version: Number(reply[1]) };
       case ScriptCode.DISPATCHED:
-        return { code: ScriptCode.DISPATCHED, attempt: Number(reply[1]), gen: Number(reply[2]) };
+        return {
+          code: ScriptCode.DISPATCHED,
+          attempt: Number(reply[1]),
+          gen: Number(reply[2]),
+          version: Number(reply[3]),
+        };
       case ScriptCode.CONFLICT:
         return { code: ScriptCode.CONFLICT, status: reply[1] as LiveStatus };
       default:
@@ -249,15 +321,95 @@ export class RedisIndex {
     }
   }
 
-  async revive(member: string, runAt: number): Promise<TransitionResult> {
-    const k = this.keys(this.shardOf(member));
-    return transition(
-      "revive",
-      await runScript(this.client, "revive", [k.due, k.dead, k.body, k.meta, k.stats], [member, runAt]),
+  /**
+   * The journal says cancelled too: the cancel's tombstone may now be pruned once it is old enough
+   * (one command on one key, so no script). Does nothing when there is no tombstone.
+   */
+  async confirmCancel(member: string, now: number): Promise<void> {
+    await this.client.zadd(this.keys(this.shardOf(member)).cancelled, "XX", now, member);
+  }
+
+  /** Replays one dead letter; see `reviveMany`. */
+  async revive(
+    member: string,
+    runAt: number,
+    options: { diedBefore?: number; direct?: DirectDispatch } = {},
+  ): Promise<ReviveResult> {
+    return (
+      await this.reviveMany([{ member, runAt, diedBefore: options.diedBefore ?? 0 }], options.direct)
+    )[0]!;
+  }
+
+  /**
+   * Schedules dead letters again with their attempts reset. An entry that died after `diedBefore`
+   * is left dead (STALE): the journal read that asked for it predates that death. With `direct`,
+   * one due within its window is leased on the spot: DISPATCHED means the caller must send it.
+   */
+  async reviveMany(
+    entries: readonly { member: string; runAt: number; diedBefore: number }[],
+    direct?: DirectDispatch,
+  ): Promise<ReviveResult[]> {
+    return this.eachShard(
+      entries,
+      (e) => this.shardOf(e.member),
+      async (shard, batch) => {
+        const k = this.keys(shard);
+        const args: (string | number)[] = [
+          direct?.now ?? 0,
+          direct?.dispatchUntil ?? 0,
+          direct?.leaseMs ?? 0,
+        ];
+        for (const e of batch) args.push(e.member, e.runAt, e.diedBefore);
+        const reply = (await runScript(
+          this.client,
+          "revive",
+          [k.due, k.leased, k.dead, k.body, k.meta, k.stats],
+          args,
+        )) as Reply;
+        return batch.map((_, n): ReviveResult => {
+          const i = n * 3;
+          switch (reply[i]) {
+            case ScriptCode.OK:
+            case ScriptCode.NOT_FOUND:
+              return { code: reply[i] as ScriptCode.OK | ScriptCode.NOT_FOUND };
+            case ScriptCode.DISPATCHED:
+              return { code: ScriptCode.DISPATCHED, gen: Number(reply[i + 2]) };
+            case ScriptCode.STALE:
+            case ScriptCode.CONFLICT:
+              return {
+                code: reply[i] as ScriptCode.STALE | ScriptCode.CONFLICT,
+                status: reply[i + 1] as LiveStatus,
+              };
+            default:
+              throw new IndexCorruptError("revive", reply);
+          }
+        });
+      },
     );
   }
 
-  async forget(member: string, finalStatus: "succeeded" | "cancelled" | "dead"): Promise<TransitionResult> {
+  /**
+   * Gives back the dispatch leases of messages that could not be sent: their deadline becomes
+   * `at`, so a dispatcher tick soon after sends them again. One call per shard.
+   */
+  async release(messages: readonly DispatchMessage[], at: number): Promise<ScriptCode[]> {
+    return this.eachShard(
+      messages,
+      (m) => m.shard,
+      async (shard, batch) => {
+        const k = this.keys(shard);
+        const args: (string | number)[] = [at];
+        for (const m of batch) args.push(m.member, m.gen);
+        return (await runScript(this.client, "release", [k.leased, k.meta], args)) as ScriptCode[];
+      },
+    );
+  }
+
+  /** Removes an event from the index; `finalStatus` undefined removes a leftover without counting it. */
+  async forget(
+    member: string,
+    finalStatus: "succeeded" | "cancelled" | "dead" | undefined,
+  ): Promise<TransitionResult> {
     const k = this.keys(this.shardOf(member));
     return transition(
       "forget",
@@ -265,24 +417,31 @@ export class RedisIndex {
         this.client,
         "forget",
         [k.due, k.leased, k.dead, k.body, k.meta, k.stats],
-        [member, finalStatus],
+        [member, finalStatus ?? ""],
       ),
     );
   }
 
-  /** Re-indexes events the journal holds; those the index already knows are left alone. */
-  async restore(entries: readonly RestoreEntry[], now: number): Promise<ScriptCode[]> {
+  /**
+   * Re-indexes events the journal holds; those the index already knows are left alone (or moved to
+   * a newer journal version's time), and recently cancelled ones are refused unless `replay`.
+   */
+  async restore(
+    entries: readonly RestoreEntry[],
+    now: number,
+    options: { replay?: boolean } = {},
+  ): Promise<ScriptCode[]> {
     return this.eachShard(
       entries,
       (e) => this.shardOf(e.member),
       async (shard, batch) => {
         const k = this.keys(shard);
-        const args: (string | number)[] = [now];
-        for (const e of batch) args.push(e.member, e.runAt, e.body, e.attempt, e.status);
+        const args: (string | number)[] = [now, options.replay ? "1" : "0"];
+        for (const e of batch) args.push(e.member, e.runAt, e.body, e.attempt, e.status, e.version);
         return (await runScript(
           this.client,
           "restore",
-          [k.due, k.dead, k.body, k.meta, k.stats],
+          [k.due, k.dead, k.body, k.meta, k.stats, k.cancelled, k.quarantine],
           args,
         )) as ScriptCode[];
       },
@@ -307,12 +466,72 @@ export class RedisIndex {
     };
   }
 
+  /** Drops up to `limit` dead letters of one shard that died before `cutoff`; returns how many. */
+  async expire(shard: number, cutoff: number, limit: number): Promise<number> {
+    const k = this.keys(shard);
+    return Number(
+      await runScript(this.client, "expire", [k.dead, k.body, k.meta, k.stats, k.cancelled], [cutoff, limit]),
+    );
+  }
+
+  /** The journal cursor a running rebuild has reached ("" at its start); undefined when none runs. */
+  async rebuildCursor(shard: number): Promise<string | undefined> {
+    return (await this.client.get(this.keys(shard).rebuild)) ?? undefined;
+  }
+
+  /**
+   * Starts a rebuild after a data loss: the cursor first, then an epoch marking the shard usable,
+   * in one transaction (one slot), so claims go on with what is restored while the rebuild runs
+   * and a crash never leaves an epoch without a rebuild to finish.
+   */
+  async startRebuild(shard: number, now: number): Promise<void> {
+    const k = this.keys(shard);
+    await this.exec(this.client.multi().set(k.rebuild, "").set(k.epoch, `rebuilding since ${now}`));
+  }
+
+  async saveRebuildCursor(shard: number, cursor: string): Promise<void> {
+    await this.client.set(this.keys(shard).rebuild, cursor, "XX");
+  }
+
+  async finishRebuild(shard: number, now: number): Promise<void> {
+    const k = this.keys(shard);
+    await this.exec(this.client.multi().del(k.rebuild).set(k.epoch, String(now)));
+  }
+
+  private async exec(transaction: { exec(): Promise<[Error | null, unknown][] | null> }): Promise<void> {
+    const results = await transaction.exec();
+    if (!results) throw new IndexCorruptError("multi", []);
+    for (const [error] of results) if (error) throw error;
+  }
+
   async hasEpoch(shard: number): Promise<boolean> {
     return (await this.client.exists(this.keys(shard).epoch)) === 1;
   }
 
   async setEpoch(shard: number, value: string): Promise<void> {
     await this.client.set(this.keys(shard).epoch, value);
+  }
+
+  /**
+   * The earliest overdue score (due time, or a lapsed lease deadline) among one tenant's members
+   * of a shard, for that tenant's stats: the shard-wide minimum would show every tenant another's
+   * backlog. Only the overdue part of each set (score ≤ now) is read, page by page, and the scan
+   * stops at the tenant's first member, so an idle shard costs two short reads.
+   */
+  async oldestOverdueOf(shard: number, tenant: string, now: number): Promise<number | undefined> {
+    const k = this.keys(shard);
+    const prefix = `${tenant}/`;
+    const PAGE = 500;
+    const first = async (key: string) => {
+      for (let offset = 0; ; offset += PAGE) {
+        const page = await this.client.zrangebyscore(key, "-inf", now, "WITHSCORES", "LIMIT", offset, PAGE);
+        for (let i = 0; i < page.length; i += 2) if (page[i]!.startsWith(prefix)) return Number(page[i + 1]);
+        if (page.length < PAGE * 2) return undefined;
+      }
+    };
+    const [due, leased] = await Promise.all([first(k.due), first(k.leased)]);
+    if (due === undefined) return leased;
+    return leased === undefined ? due : Math.min(due, leased);
   }
 
   /** Counters and sizes of one shard, read in one pipeline (one slot, so it works on a cluster). */
@@ -326,6 +545,7 @@ export class RedisIndex {
       .zcard(k.dead)
       .zrange(k.due, 0, 0, "WITHSCORES")
       .zrange(k.leased, 0, 0, "WITHSCORES")
+      .hlen(k.quarantine)
       .exec();
     if (!results) throw new IndexCorruptError("shardStats", []);
     for (const [error] of results) if (error) throw error;
@@ -344,6 +564,7 @@ export class RedisIndex {
       dead: Number(value(3)),
       oldestDue: first(4),
       oldestLeaseDeadline: first(5),
+      quarantined: Number(value(6)),
     };
   }
 

@@ -6,15 +6,17 @@ export type RedisClient = Redis | Cluster;
 /** Script name → how many of its arguments are keys. One `.lua` file per script, same name. */
 const SCRIPTS = {
   schedule: 5,
-  claim: 6,
+  claim: 7,
   start: 4,
   ack: 4,
   retry: 5,
   bury: 5,
-  cancel: 6,
+  cancel: 7,
   reschedule: 5,
-  revive: 5,
-  restore: 5,
+  revive: 6,
+  release: 2,
+  expire: 5,
+  restore: 7,
   forget: 6,
   inspect: 4,
 } as const;

@@ -8,6 +8,7 @@ import type { EventJournal } from "../journal/journal.ts";
 import type { Logger } from "../logger.ts";
 import type { Transport } from "../transport/transport.ts";
 import type { EventView } from "./model.ts";
+import { indexRunAt } from "./run-at.ts";
 
 /** What the event service, dispatcher and worker are built from. */
 export interface EngineDeps {
@@ -26,10 +27,11 @@ export interface EngineDeps {
 export function restoreEntryOf(item: JournalItem): RestoreEntry {
   return {
     member: memberOf(item.tenant, item.id),
-    runAt: item.runAt,
+    runAt: indexRunAt(item.runAt),
     body: encodeBody({ type: item.type, maxAttempts: item.maxAttempts, backoff: item.backoff }, "journal"),
     attempt: item.attempts,
     status: item.status === "dead" ? "dead" : item.status === "retrying" ? "retrying" : "scheduled",
+    version: item.version ?? 0,
   };
 }
 

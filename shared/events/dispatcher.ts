@@ -1,19 +1,28 @@
 import { randomUUID } from "node:crypto";
 import { ScriptCode } from "../engine/codes.ts";
-import { parseMember } from "../engine/keys.ts";
-import { journalKey, TERMINAL_STATUSES } from "../journal/item.ts";
+import { memberOf, parseMember } from "../engine/keys.ts";
+import { JournalConditionError } from "../journal/errors.ts";
+import { type JournalItem, journalKey, TERMINAL_STATUSES } from "../journal/item.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
-import { type DispatchMessage, INLINE_PAYLOAD_LIMIT } from "./model.ts";
+import { type DispatchMessage, inlinePayload } from "./model.ts";
 import { isDispatchPaused } from "./pause.ts";
+import { indexRunAt } from "./run-at.ts";
+import { sendOrRelease } from "./send.ts";
 
 export interface TickReport {
   claimed: number;
   sent: number;
   failed: number;
-  /** Redelivered leases the journal says had already finished: dropped from the index instead. */
+  /** Claimed events the journal says had already finished (or been cancelled): dropped from the index instead. */
   forgotten: number;
+  /** Claimed events whose journal item has a later runAt (a write the index lost): moved, not sent. */
+  resynced: number;
+  /** Index entries no script could read, set aside by this tick's claims. */
+  quarantined: number;
+  /** Shards whose claims failed this tick; the other shards went on. */
+  failedShards: number[];
   /** Events re-indexed from the journal by the recovery sweep or a rebuild. */
   restored: number;
   rebuiltShards: number[];
@@ -48,32 +57,64 @@ export class Dispatcher {
       sent: 0,
       failed: 0,
       forgotten: 0,
+      resynced: 0,
+      quarantined: 0,
       restored: 0,
       rebuiltShards: [],
       skippedGroups: 0,
+      failedShards: [],
     };
     if (await isDispatchPaused(this.deps.index.client, config.keyPrefix)) return { ...report, paused: true };
+    // Every group and every shard on its own: one that fails (a lease table hiccup, an index entry
+    // no script can read, a send that throws) is logged and retried next tick, and never stops the
+    // others, nor the recovery sweep below (invariant 7).
     await Promise.all(
       this.groups().map(async (shards, group) => {
-        const token = await this.leaseGroup(group, budgetMs + 10_000);
+        let token: number | null | undefined;
+        try {
+          token = await this.leaseGroup(group, budgetMs + 10_000);
+        } catch (error) {
+          this.deps.logger.error("dispatcher group lease failed", { group, error: describe(error) });
+          report.failedShards.push(...shards);
+          return;
+        }
         if (token === null) {
           report.skippedGroups++;
           return;
         }
         try {
-          await Promise.all(shards.map((shard) => this.drain(shard, deadline, report)));
+          // Asked again once the group is leased (which can take a while under load): a pause
+          // that landed since the start of the tick stops this group before it claims anything.
+          let paused: boolean;
+          try {
+            paused = await isDispatchPaused(this.deps.index.client, config.keyPrefix);
+          } catch (error) {
+            this.deps.logger.error("dispatcher pause check failed", { group, error: describe(error) });
+            report.failedShards.push(...shards);
+            return;
+          }
+          if (paused) {
+            report.paused = true;
+            return;
+          }
+          await Promise.all(shards.map((shard) => this.drainSafely(shard, deadline, report)));
         } finally {
-          if (token !== undefined) await this.releaseGroup(group, token);
+          if (token !== undefined) await this.releaseGroup(group, token).catch(() => {});
         }
       }),
     );
-    if (await this.recoveryDue()) report.restored += await this.recover();
+    try {
+      if (await this.recoveryDue()) report.restored += await this.recover();
+    } catch (error) {
+      this.deps.logger.error("recovery sweep failed", { error: describe(error) });
+    }
     if (report.claimed > 0 || report.failed > 0 || report.restored > 0) {
       this.deps.logger.info("dispatched", {
         claimed: report.claimed,
         sent: report.sent,
         failed: report.failed || undefined,
         forgotten: report.forgotten || undefined,
+        resynced: report.resynced || undefined,
         restored: report.restored || undefined,
         lookAheadMs: config.lookAheadMs,
       });
@@ -111,9 +152,33 @@ export class Dispatcher {
     return groups;
   }
 
+  private async drainSafely(shard: number, deadline: number, report: TickReport): Promise<void> {
+    try {
+      await this.drain(shard, deadline, report);
+    } catch (error) {
+      report.failedShards.push(shard);
+      this.deps.logger.error("dispatch failed on a shard; the others go on", {
+        shard,
+        error: describe(error),
+      });
+    }
+  }
+
+  /**
+   * Claims and sends one shard's due events until none are left or the time is up. A shard that
+   * lost its data is rebuilt from the journal a page at a time between the claims, so what is
+   * already restored (earliest due first) is dispatched while the rebuild goes on, and the rebuild
+   * resumes in the next tick from the cursor it left in Redis.
+   */
   private async drain(shard: number, deadline: number, report: TickReport): Promise<void> {
-    const { index, clock, config } = this.deps;
+    const { index, clock, config, journal } = this.deps;
+    let rebuilding = journal !== undefined && (await index.rebuildCursor(shard)) !== undefined;
     while (clock() < deadline) {
+      if (rebuilding) {
+        const step = await this.rebuildStep(shard);
+        report.restored += step.restored;
+        rebuilding = !step.done;
+      }
       const now = clock();
       const result = await index.claim(
         shard,
@@ -123,14 +188,34 @@ export class Dispatcher {
         config.dispatchLeaseMs,
       );
       if (result.epochMissing) {
-        report.restored += await this.rebuild(shard);
         report.rebuiltShards.push(shard);
+        if (journal) {
+          // Debug, not a warning: a first start on an empty Redis lands here too. What a real loss
+          // costs is warned about as the rebuild restores events (see rebuildStep).
+          this.deps.logger.debug("shard has no index yet; rebuilding it from the journal", { shard });
+          await index.startRebuild(shard, now);
+          rebuilding = true;
+        } else {
+          await index.setEpoch(shard, String(now));
+        }
         continue;
       }
-      if (result.claimed.length === 0) return;
+      if (result.quarantined.length > 0) {
+        // Each entry is quarantined once (it leaves the shard), so this logs it once.
+        report.quarantined += result.quarantined.length;
+        this.deps.logger.error("quarantined index entries no script can read", {
+          shard,
+          members: result.quarantined,
+        });
+      }
+      if (result.claimed.length === 0) {
+        // Quarantined entries took the room of claims, and a rebuild has pages left: go on.
+        if (result.quarantined.length > 0 || rebuilding) continue;
+        return;
+      }
       report.claimed += result.claimed.length;
       await this.send(result.claimed, now, report);
-      if (result.claimed.length < config.claimBatch) return;
+      if (!rebuilding && result.claimed.length + result.quarantined.length < config.claimBatch) return;
     }
   }
 
@@ -139,21 +224,14 @@ export class Dispatcher {
     now: number,
     report: TickReport,
   ) {
-    const messages = this.deps.journal ? await this.withJournal(claimed, report) : claimed;
-    if (messages.length === 0) return;
-    const result = await this.deps.transport.send(messages, now);
+    const messages = this.deps.journal ? await this.withJournal(claimed, now, report) : claimed;
+    const result = await sendOrRelease(this.deps, messages, now);
     report.sent += result.sent;
-    report.failed += result.failed.length;
-    for (const { message, reason } of result.failed) {
-      this.deps.logger.warn("send failed; will redispatch when the lease expires", {
-        event: message.member,
-        reason,
-      });
-    }
+    report.failed += result.failed;
   }
 
   /** The index's size and its oldest overdue event's lag, summed over the shards (O(shards)). */
-  async indexHealth(): Promise<{ size: number; oldestOverdueMs: number }> {
+  async indexHealth(): Promise<{ size: number; oldestOverdueMs: number; quarantined: number }> {
     const { index, clock, config } = this.deps;
     const now = clock();
     const shards = await Promise.all(
@@ -161,41 +239,78 @@ export class Dispatcher {
     );
     let size = 0;
     let oldestOverdueMs = 0;
+    let quarantined = 0;
     for (const s of shards) {
       size += s.due + s.leased + s.dead;
+      quarantined += s.quarantined;
       // Due events are claimed a look-ahead early; overdue means past due and still unclaimed.
       if (s.oldestDue !== undefined) oldestOverdueMs = Math.max(oldestOverdueMs, now - s.oldestDue);
       if (s.oldestLeaseDeadline !== undefined)
         oldestOverdueMs = Math.max(oldestOverdueMs, now - s.oldestLeaseDeadline);
     }
-    return { size, oldestOverdueMs };
+    return { size, oldestOverdueMs, quarantined };
   }
 
   /**
-   * Reads the claimed events' journal items in one batch (100 keys a request) and:
-   * - drops a redelivered event the journal says finished (a crash between the journal write and
-   *   the ack): the journal is the judge, so it never runs twice;
-   * - puts small payloads into the messages, so the worker starts handlers without a read of its
+   * Reads the claimed events' journal items in one batch (100 keys a request), the read that
+   * fetches their payloads anyway, so these checks cost no extra request. For every claimed event:
+   * - one the journal says finished or cancelled is dropped from the index, not sent: the journal
+   *   is the judge, so a crash between two writes, or a restore from a read taken before a cancel
+   *   or a finish, never runs it (invariant 8);
+   * - one whose journal runAt differs from the index's is moved to the journal's time when the
+   *   journal is at least as new (a reschedule or retry the index lost in a crash or a failover),
+   *   so an index entry with an older runAt never fires early (invariant 1);
+   * - small payloads go into the messages, so the worker starts handlers without a read of its
    *   own. The read happens here, a look-ahead before the events are due, off the critical path.
    */
   private async withJournal(
     claimed: (DispatchMessage & { redelivered: boolean })[],
+    now: number,
     report: TickReport,
   ): Promise<DispatchMessage[]> {
+    const { index, config } = this.deps;
     const key = (m: DispatchMessage) => {
       const { tenant, id } = parseMember(m.member);
       return journalKey(tenant, id);
     };
     const items = await this.deps.journal!.getMany(claimed.map(key));
     const messages: DispatchMessage[] = [];
-    for (const { redelivered, ...message } of claimed) {
-      const item = items.get(key(message));
-      if (redelivered && item && TERMINAL_STATUSES.includes(item.status)) {
-        await this.deps.index.forget(message.member, item.status as "succeeded" | "cancelled" | "dead");
+    for (const { redelivered: _, ...claim } of claimed) {
+      const item = items.get(key(claim));
+      let message: DispatchMessage = claim;
+      if (item && TERMINAL_STATUSES.includes(item.status)) {
+        await index.forget(claim.member, item.status as "succeeded" | "cancelled" | "dead");
         report.forgotten++;
         continue;
       }
-      const inline = item && item.payload.length <= INLINE_PAYLOAD_LIMIT ? item.payload : undefined;
+      const journalRunAt = item ? indexRunAt(item.runAt) : claim.runAt;
+      if (journalRunAt !== claim.runAt) {
+        const moved = await index.reschedule(
+          claim.member,
+          journalRunAt,
+          now,
+          now + config.lookAheadMs,
+          config.dispatchLeaseMs,
+          item!.version ?? 0,
+        );
+        if (moved.code === ScriptCode.STALE && item) {
+          // The index is ahead (a reschedule that crashed before its journal write): bring the
+          // journal to the index's time, so the two agree again, and send as claimed.
+          await this.deps
+            .journal!.reschedule(item.tenant, item.id, claim.runAt, now, moved.version)
+            .catch((error: unknown) => {
+              if (!(error instanceof JournalConditionError)) throw error;
+            });
+        } else if (moved.code === ScriptCode.DISPATCHED) {
+          message = { ...claim, gen: moved.gen, attempt: moved.attempt, runAt: journalRunAt };
+        } else {
+          // Back in `due` at the journal's time, or changed meanwhile (cancelled, started).
+          report.resynced++;
+          continue;
+        }
+        if (moved.code === ScriptCode.DISPATCHED) report.resynced++;
+      }
+      const inline = item ? inlinePayload(item.payload) : undefined;
       messages.push(inline === undefined ? message : { ...message, payload: inline });
     }
     return messages;
@@ -222,41 +337,126 @@ export class Dispatcher {
   async recover(): Promise<number> {
     const journal = this.deps.journal;
     if (!journal) return 0;
-    const { clock, config, index } = this.deps;
+    const { clock, config } = this.deps;
     let restored = 0;
     for (let shard = 0; shard < config.shards; shard++) {
       let cursor: string | undefined;
-      do {
-        const page = await journal.pending(shard, clock() - config.recovery.graceMs, 500, cursor);
-        if (page.items.length > 0) {
-          const codes = await index.restore(page.items.map(restoreEntryOf), clock());
-          const count = codes.filter((c) => c === ScriptCode.RESTORED).length;
-          if (count > 0) this.deps.logger.warn("recovered events missing from the index", { shard, count });
-          restored += count;
-        }
-        cursor = page.cursor;
-      } while (cursor);
+      try {
+        do {
+          const page = await journal.pending(shard, clock() - config.recovery.graceMs, 500, cursor);
+          if (page.items.length > 0) {
+            const codes = await this.restoreFromJournal(page.items);
+            const count = codes.filter((c) => c === ScriptCode.RESTORED).length;
+            if (count > 0) this.deps.logger.warn("recovered events missing from the index", { shard, count });
+            restored +=
+              count +
+              (await this.finishReplays(page.items.filter((_, i) => codes[i] === ScriptCode.PRESENT)));
+          }
+          cursor = page.cursor;
+        } while (cursor);
+      } catch (error) {
+        // One shard's failure never stops the sweep of the others.
+        this.deps.logger.error("recovery sweep failed on a shard", { shard, error: describe(error) });
+      }
     }
+    await this.expire();
     return restored;
   }
 
-  /** Rebuilds one shard's index from the journal after Redis lost its data, then marks it complete. */
-  async rebuild(shard: number): Promise<number> {
-    const { journal, index, clock, logger } = this.deps;
-    let restored = 0;
-    if (journal) {
-      let cursor: string | undefined;
-      do {
-        const page = await journal.pending(shard, undefined, 500, cursor);
-        if (page.items.length > 0) {
-          const codes = await index.restore(page.items.map(restoreEntryOf), clock());
-          restored += codes.filter((c) => c === ScriptCode.RESTORED).length;
-        }
-        cursor = page.cursor;
-      } while (cursor);
+  /**
+   * Restores journal items into the index; returns a code per item. An item refused for a
+   * cancel's tombstone is a cancel that crashed between the index and the journal: the journal
+   * still says pending, so the cancel is finished here, and the journal agrees from then on.
+   */
+  private async restoreFromJournal(items: readonly JournalItem[]): Promise<ScriptCode[]> {
+    const { index, clock } = this.deps;
+    const journal = this.deps.journal!;
+    const codes = await index.restore(items.map(restoreEntryOf), clock());
+    for (const [i, code] of codes.entries()) {
+      if (code !== ScriptCode.TOMBSTONED) continue;
+      const item = items[i]!;
+      await journal.markCancelled(item.tenant, item.id, clock()).catch((error: unknown) => {
+        if (!(error instanceof JournalConditionError)) throw error;
+      });
+      await index.confirmCancel(memberOf(item.tenant, item.id), clock());
     }
-    await index.setEpoch(shard, String(clock()));
-    if (restored > 0) logger.warn("rebuilt shard from the journal", { shard, restored });
-    return restored;
+    return codes;
+  }
+
+  /**
+   * Pending in the journal but still dead in the index: a replay that crashed between its two
+   * writes. Revive those, unless the index entry died after the journal's replay (a stale read).
+   */
+  private async finishReplays(present: readonly JournalItem[]): Promise<number> {
+    if (present.length === 0) return 0;
+    const results = await this.deps.index.reviveMany(
+      present.map((item) => ({
+        member: memberOf(item.tenant, item.id),
+        runAt: indexRunAt(item.runAt),
+        diedBefore: item.updatedAt,
+      })),
+    );
+    const count = results.filter((r) => r.code === ScriptCode.OK).length;
+    if (count > 0) this.deps.logger.warn("finished replays the index had missed", { count });
+    return count;
+  }
+
+  /** Dead letters leave the index when their journal items expire (HOURGLASS_RETENTION_DAYS). */
+  private async expire(): Promise<void> {
+    const { index, clock, config } = this.deps;
+    const cutoff = clock() - config.retentionSeconds * 1000;
+    for (let shard = 0; shard < config.shards; shard++) {
+      while ((await index.expire(shard, cutoff, 500)) === 500);
+    }
+  }
+
+  /**
+   * One page of a shard's rebuild from the journal: the pending events after the saved cursor, in
+   * due order, so the earliest come back first. The last page marks the shard complete.
+   */
+  async rebuildStep(shard: number): Promise<{ restored: number; done: boolean }> {
+    const { journal, index, clock, logger } = this.deps;
+    const cursor = await index.rebuildCursor(shard);
+    if (cursor === undefined || !journal) return { restored: 0, done: true };
+    const page = await journal.pending(shard, undefined, REBUILD_PAGE, cursor === "" ? undefined : cursor);
+    let restored = 0;
+    if (page.items.length > 0) {
+      // Through the tombstones: a cancel whose journal write was lost stays cancelled.
+      const codes = await this.restoreFromJournal(page.items);
+      restored = codes.filter((c) => c === ScriptCode.RESTORED).length;
+    }
+    if (restored > 0) logger.warn("restored events from the journal", { shard, restored });
+    if (page.cursor) {
+      await index.saveRebuildCursor(shard, page.cursor);
+      return { restored, done: false };
+    }
+    await index.finishRebuild(shard, clock());
+    // A rebuild that found nothing at all is a first start on an empty index, not a data loss:
+    // worth a debug line, not a warning on every fresh `npm start`.
+    if (cursor === "" && page.items.length === 0) logger.debug("shard index is new and empty", { shard });
+    else logger.info("rebuilt shard from the journal", { shard });
+    return { restored, done: true };
+  }
+
+  /**
+   * Rebuilds one whole shard from the journal now, all pages in one call (an operator's or a
+   * test's tool; the dispatcher itself rebuilds a page per step between its claims).
+   */
+  async rebuild(shard: number): Promise<number> {
+    if (!this.deps.journal) return 0;
+    await this.deps.index.startRebuild(shard, this.deps.clock());
+    let restored = 0;
+    for (;;) {
+      const step = await this.rebuildStep(shard);
+      restored += step.restored;
+      if (step.done) return restored;
+    }
   }
 }
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/** Journal items read per rebuild step; each step is one query and one restore script call. */
+const REBUILD_PAGE = 500;

@@ -57,8 +57,18 @@ export interface DispatchMessage {
   readonly payload?: string | undefined;
 }
 
-/** Payloads up to this size ride in the queue message (SQS's limit is 256 KiB for the whole message). */
+/**
+ * Payloads up to this many UTF-8 bytes ride in the queue message (SQS's limit is 256 KiB for the
+ * whole message, counted in bytes: a payload of 200,000 non-ASCII characters can be 600 KB).
+ */
 export const INLINE_PAYLOAD_LIMIT = 200_000;
+
+/** The payload JSON to put in a message, or undefined when it is too big and the worker reads it. */
+export function inlinePayload(payloadJson: string): string | undefined {
+  // Cheap bound first: a string's UTF-8 size is at most three bytes per UTF-16 unit.
+  if (payloadJson.length * 3 <= INLINE_PAYLOAD_LIMIT) return payloadJson;
+  return Buffer.byteLength(payloadJson, "utf8") <= INLINE_PAYLOAD_LIMIT ? payloadJson : undefined;
+}
 
 export type ScheduleOutcome = "created" | "existing";
 

@@ -16,11 +16,13 @@ import {
   type DispatchMessage,
   type EventStatus,
   type EventView,
-  INLINE_PAYLOAD_LIMIT,
+  inlinePayload,
   type NewEvent,
   type ScheduleResult,
 } from "./model.ts";
 import { directDispatchHorizon } from "./pause.ts";
+import { indexRunAt } from "./run-at.ts";
+import { sendOrRelease } from "./send.ts";
 import { parseReschedule, toNewEvent, type ValidationRules } from "./validate.ts";
 
 export type BatchItemResult =
@@ -34,9 +36,12 @@ export interface ListOptions {
   readonly cursor?: string | undefined;
 }
 
+/** Statuses in the counters: the event statuses, and `quarantined` for entries set aside by claim. */
+export type CountedStatus = EventStatus | "quarantined";
+
 export interface TenantStats {
-  readonly byStatus: Partial<Record<EventStatus, number>>;
-  readonly byType: Record<string, Partial<Record<EventStatus, number>>>;
+  readonly byStatus: Partial<Record<CountedStatus, number>>;
+  readonly byType: Record<string, Partial<Record<CountedStatus, number>>>;
   /** How late the oldest event that should have been claimed by now is, in ms (0 when none). */
   readonly oldestOverdueMs: number;
   /** Events of this tenant the index holds (scheduled, retrying, dispatched, running, dead). */
@@ -141,34 +146,52 @@ export class EventService {
     }
 
     if (repeats.length > 0) await index.restore(repeats.map(restoreEntryOf), now);
-    const codes = await index.schedule(
-      toIndex.map(({ event }) => ({
-        member: memberOf(event.tenant, event.id),
-        runAt: event.runAt,
-        body: encodeBody(event, journal ? "journal" : { inline: event.payload }),
-      })),
+    const entries = toIndex.map(({ event }) => ({
+      member: memberOf(event.tenant, event.id),
+      runAt: event.runAt,
+      body: encodeBody(event, journal ? "journal" : { inline: event.payload }),
+    }));
+    // While dispatch is paused nothing is sent directly: every entry waits in the index. The same
+    // horizon applies to the re-schedule of stale entries below.
+    const horizon = await directDispatchHorizon(
+      index.client,
+      config.keyPrefix,
       now,
-      await directDispatchHorizon(
-        index.client,
-        config.keyPrefix,
-        now,
-        config.lookAheadMs,
-        toIndex.map(({ event }) => event.runAt),
-      ),
-      config.dispatchLeaseMs,
+      config.lookAheadMs,
+      entries.map((entry) => entry.runAt),
     );
+    const codes = await index.schedule(entries, now, horizon, config.dispatchLeaseMs);
+    if (journal) {
+      // The journal has just created these ids, so an index entry under one of them belongs to an
+      // older event whose journal item expired after its retention (or was left by a crash): the
+      // new journal item wins. Without this the new event would be accepted and never run.
+      const stale = codes.flatMap((code, i) => (code === ScriptCode.EXISTS ? [i] : []));
+      if (stale.length > 0) {
+        for (const i of stale) await index.forget(entries[i]!.member, undefined);
+        const again = await index.schedule(
+          stale.map((i) => entries[i]!),
+          now,
+          horizon,
+          config.dispatchLeaseMs,
+        );
+        stale.forEach((i, n) => {
+          codes[i] = again[n]!;
+        });
+        this.deps.logger.warn("replaced stale index entries under reused ids", { count: stale.length });
+      }
+    }
     const dispatchNow: DispatchMessage[] = [];
     toIndex.forEach(({ event, position }, i) => {
       const member = memberOf(event.tenant, event.id);
       if (codes[i] === ScriptCode.DISPATCHED) {
-        const payload = JSON.stringify(event.payload);
+        const payload = inlinePayload(JSON.stringify(event.payload));
         dispatchNow.push({
           member,
           shard: index.shardOf(member),
           gen: 1,
           runAt: event.runAt,
           attempt: 0,
-          ...(payload.length <= INLINE_PAYLOAD_LIMIT && { payload }),
+          ...(payload !== undefined && { payload }),
         });
       }
       results[position] = {
@@ -202,15 +225,12 @@ export class EventService {
     return results;
   }
 
-  /** A failed send is logged, not thrown: the event is leased and the dispatcher sends it again. */
+  /**
+   * A failed send is logged, not thrown: the event stays leased, its lease is given back, and the
+   * next dispatcher tick sends it again.
+   */
   private async send(messages: DispatchMessage[], now: number): Promise<void> {
-    const report = await this.deps.transport.send(messages, now);
-    for (const { message, reason } of report.failed) {
-      this.deps.logger.warn("send failed; will redispatch when the lease expires", {
-        event: message.member,
-        reason,
-      });
-    }
+    await sendOrRelease(this.deps, messages, now);
   }
 
   async get(tenant: string, id: string): Promise<EventView> {
@@ -262,24 +282,35 @@ export class EventService {
     const { index, journal, config } = this.deps;
     const member = memberOf(tenant, id);
     const before = journal ? undefined : await index.inspect(member);
-    const result = await index.cancel(member);
+    const result = await index.cancel(member, this.deps.clock());
     if (result.code === ScriptCode.CONFLICT) throw new EventStateConflictError(id, result.status, "cancel");
     if (!journal) {
       if (result.code === ScriptCode.NOT_FOUND || !before) throw new EventNotFoundError(id);
       return { ...viewFromIndex(id, before, config.retry.maxAttempts), status: "cancelled" };
     }
+    let item: JournalItem;
     try {
-      return viewOf(await journal.markCancelled(tenant, id, this.deps.clock()), config.retry.maxAttempts);
+      item = await journal.markCancelled(tenant, id, this.deps.clock());
     } catch (error) {
       if (!(error instanceof JournalConditionError)) throw error;
       if (!error.existing) throw new EventNotFoundError(id);
       // Cancelling twice is harmless: the second call sees the first one's result.
-      if (error.existing.status === "cancelled") return viewOf(error.existing, config.retry.maxAttempts);
-      throw new EventStateConflictError(id, error.existing.status, "cancel");
+      if (error.existing.status !== "cancelled")
+        throw new EventStateConflictError(id, error.existing.status, "cancel");
+      item = error.existing;
     }
+    // Index and journal agree now: the tombstone may be pruned once no older read can arrive.
+    await index.confirmCancel(member, this.deps.clock());
+    return viewOf(item, config.retry.maxAttempts);
   }
 
-  /** Moves a not-yet-started event to a new time (`{ runAt }` or `{ delaySeconds }`). */
+  /**
+   * Moves a not-yet-started event to a new time (`{ runAt }` or `{ delaySeconds }`). The index goes
+   * first, since only it knows whether the event started (a 409 then changes nothing), and hands
+   * out a version; the journal takes the time only under a newer version than it has. Concurrent
+   * reschedules thus end with the same (the later) time in both, and a crash between the writes
+   * leaves the index ahead, which the dispatcher's journal check respects.
+   */
   async reschedule(tenant: string, id: string, input: unknown): Promise<EventView> {
     const { index, journal, config } = this.deps;
     const now = this.deps.clock();
@@ -297,16 +328,24 @@ export class EventService {
     if (!journal) {
       if (result.code === ScriptCode.NOT_FOUND) throw new EventNotFoundError(id);
     } else {
-      let item: JournalItem;
+      let item: JournalItem | undefined;
       try {
-        item = await journal.reschedule(tenant, id, runAt, now);
+        item = await journal.reschedule(
+          tenant,
+          id,
+          runAt,
+          now,
+          result.code === ScriptCode.NOT_FOUND ? undefined : result.version,
+        );
       } catch (error) {
         if (!(error instanceof JournalConditionError)) throw error;
         if (!error.existing) throw new EventNotFoundError(id);
-        throw new EventStateConflictError(id, error.existing.status, "reschedule");
+        // Still pending: a concurrent reschedule with a newer version got there first, and won.
+        if (!PENDING_STATUSES.includes(error.existing.status))
+          throw new EventStateConflictError(id, error.existing.status, "reschedule");
       }
       // The journal has it pending but the index lost it: index it again at the new time.
-      if (result.code === ScriptCode.NOT_FOUND) await index.restore([restoreEntryOf(item)], now);
+      if (result.code === ScriptCode.NOT_FOUND && item) await index.restore([restoreEntryOf(item)], now);
     }
     if (result.code === ScriptCode.DISPATCHED) {
       await this.send(
@@ -328,19 +367,60 @@ export class EventService {
   /** Schedules a dead letter again, now, with its attempts reset. */
   async replay(tenant: string, id: string): Promise<EventView> {
     const journal = this.requireJournal("replay");
-    const { index } = this.deps;
+    const { index, config } = this.deps;
     const now = this.deps.clock();
     const member = memberOf(tenant, id);
     let item: JournalItem;
+    let finishing = false;
     try {
       item = await journal.replay(tenant, id, now, index.shardOf(member), now);
     } catch (error) {
       if (!(error instanceof JournalConditionError)) throw error;
       if (!error.existing) throw new EventNotFoundError(id);
-      throw new EventStateConflictError(id, error.existing.status, "replay");
+      if (!PENDING_STATUSES.includes(error.existing.status))
+        throw new EventStateConflictError(id, error.existing.status, "replay");
+      // The journal is replayed but the index may still say dead: an earlier replay crashed
+      // between the two writes, or this is the client's retry of a request whose answer was
+      // lost. Finish that replay instead of refusing it; the index write below decides.
+      item = error.existing;
+      finishing = true;
     }
-    const revived = await index.revive(member, now);
-    if (revived.code === ScriptCode.NOT_FOUND) await index.restore([restoreEntryOf(item)], now);
+    const revived = await index.revive(member, indexRunAt(item.runAt), {
+      // Only an index entry that died before the journal's replay is revived by it.
+      diedBefore: item.updatedAt,
+      direct: {
+        now,
+        // While dispatch is paused a replayed event waits in the index like any other.
+        dispatchUntil: await directDispatchHorizon(index.client, config.keyPrefix, now, config.lookAheadMs, [
+          indexRunAt(item.runAt),
+        ]),
+        leaseMs: config.dispatchLeaseMs,
+      },
+    });
+    if (finishing && revived.code !== ScriptCode.OK && revived.code !== ScriptCode.DISPATCHED) {
+      // Not a dead letter in the index either: nothing to finish, so the answer stays a conflict.
+      throw new EventStateConflictError(id, item.status, "replay");
+    }
+    // A replay is the one way back from final, so it may pass a cancel's tombstone.
+    if (revived.code === ScriptCode.NOT_FOUND)
+      await index.restore([restoreEntryOf(item)], now, { replay: true });
+    if (revived.code === ScriptCode.DISPATCHED) {
+      // Due now: straight to the queue, as a new event would be, not at the next dispatcher tick.
+      const payload = inlinePayload(item.payload);
+      await this.send(
+        [
+          {
+            member,
+            shard: index.shardOf(member),
+            gen: revived.gen,
+            runAt: indexRunAt(item.runAt),
+            attempt: 0,
+            ...(payload !== undefined && { payload }),
+          },
+        ],
+        now,
+      );
+    }
     return this.get(tenant, id);
   }
 
@@ -350,8 +430,14 @@ export class EventService {
     const shards = await Promise.all(
       Array.from({ length: this.deps.index.shards }, (_, shard) => this.deps.index.shardStats(shard)),
     );
-    const byStatus: Partial<Record<EventStatus, number>> = {};
-    const byType: Record<string, Partial<Record<EventStatus, number>>> = {};
+    // The caller's own oldest overdue event, never another tenant's (invariant 7).
+    const oldest = await Promise.all(
+      Array.from({ length: this.deps.index.shards }, (_, shard) =>
+        this.deps.index.oldestOverdueOf(shard, tenant, now),
+      ),
+    );
+    const byStatus: Partial<Record<CountedStatus, number>> = {};
+    const byType: Record<string, Partial<Record<CountedStatus, number>>> = {};
     let oldestOverdueMs = 0;
     let indexSize = 0;
     const prefix = `${tenant}|`;
@@ -364,11 +450,9 @@ export class EventService {
         byType[type]![status] = (byType[type]![status] ?? 0) + count;
         if (LIVE.includes(status)) indexSize += count;
       }
-      if (shard.oldestDue !== undefined) oldestOverdueMs = Math.max(oldestOverdueMs, now - shard.oldestDue);
-      if (shard.oldestLeaseDeadline !== undefined) {
-        oldestOverdueMs = Math.max(oldestOverdueMs, now - shard.oldestLeaseDeadline);
-      }
     }
+    for (const score of oldest)
+      if (score !== undefined) oldestOverdueMs = Math.max(oldestOverdueMs, now - score);
     return { byStatus, byType, oldestOverdueMs, indexSize };
   }
 

@@ -3,6 +3,7 @@ import type { z } from "zod";
 import type { HandlerRegistry } from "../handlers/registry.ts";
 import { EventValidationError, type FieldIssue } from "./errors.ts";
 import type { NewEvent } from "./model.ts";
+import { runAtProblem } from "./run-at.ts";
 import { type RescheduleInput, rescheduleInput, type ScheduleInput, scheduleInput } from "./schema.ts";
 
 export interface ValidationRules {
@@ -23,7 +24,7 @@ export function fieldIssues(error: z.ZodError, prefix = ""): FieldIssue[] {
   }));
 }
 
-/** Resolves `runAt | delaySeconds` to epoch ms, enforcing "exactly one" and the horizon. */
+/** Resolves `runAt | delaySeconds` to epoch ms, enforcing "exactly one", the bounds and the horizon. */
 export function resolveRunAt(
   input: { runAt?: string | undefined; delaySeconds?: number | undefined },
   now: number,
@@ -39,6 +40,12 @@ export function resolveRunAt(
   }
   const runAt =
     input.runAt !== undefined ? Date.parse(input.runAt) : now + Math.round(input.delaySeconds! * 1000);
+  const problem = runAtProblem(runAt);
+  if (problem !== undefined) {
+    throw new EventValidationError([
+      { path: at(input.runAt !== undefined ? "runAt" : "delaySeconds"), message: problem },
+    ]);
+  }
   if (runAt - now > horizonMs) {
     const days = Math.round(horizonMs / 86_400_000);
     throw new EventValidationError([

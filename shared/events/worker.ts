@@ -3,13 +3,15 @@ import DataLoader from "dataloader";
 import { type DecodedBody, decodeBody } from "../engine/body.ts";
 import { ScriptCode } from "../engine/codes.ts";
 import { parseMember } from "../engine/keys.ts";
-import type { StartResult, TransitionResult } from "../engine/redis-index.ts";
+import { REDIS_TIME, type StartResult, type TransitionResult } from "../engine/redis-index.ts";
 import { NonRetryableError } from "../handlers/errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { TERMINAL_STATUSES } from "../journal/item.ts";
 import { backoffDelay } from "./backoff.ts";
 import type { EngineDeps } from "./deps.ts";
 import type { DispatchMessage } from "./model.ts";
+import { directDispatchHorizon } from "./pause.ts";
+import { sendOrRelease } from "./send.ts";
 
 export type WorkOutcome = "succeeded" | "retrying" | "dead" | "dropped";
 
@@ -38,6 +40,14 @@ export class JournalItemMissingError extends Error {
   ) {
     super(`the journal has no item for ${tenant}/${id}`);
     this.name = "JournalItemMissingError";
+  }
+}
+
+/** Still not due when the Lambda must stop: the queue redelivers the message (never dropped). */
+export class NotDueBeforeDeadlineError extends Error {
+  constructor(readonly dispatch: DispatchMessage) {
+    super(`${dispatch.member} is not due before this invocation's deadline`);
+    this.name = "NotDueBeforeDeadlineError";
   }
 }
 
@@ -76,7 +86,7 @@ export class Worker {
       (messages) =>
         deps.index.startMany(
           messages,
-          deps.clock(),
+          REDIS_TIME,
           deps.config.handlerTimeoutMs + deps.config.runLeaseMarginMs,
         ),
       batching,
@@ -86,8 +96,16 @@ export class Worker {
 
   async process(message: DispatchMessage, deadline = Number.POSITIVE_INFINITY): Promise<WorkResult> {
     const { config, logger } = this.deps;
-    let started = await this.startWhenDue(message, message.runAt);
-    if (started.code === ScriptCode.EARLY) started = await this.startWhenDue(message, started.runAt);
+    let started = await this.startWhenDue(message, message.runAt - this.deps.clock());
+    // EARLY is judged by Redis's clock; timers fire early under load and clocks drift, so wait
+    // out what Redis says is left, as often as it takes. Only the Lambda's deadline ends the
+    // wait, and then the message goes back to the queue (thrown) rather than being dropped.
+    while (started.code === ScriptCode.EARLY) {
+      const wait = Math.max(1, started.runAt - started.now);
+      if (this.deps.clock() + wait > deadline - DEADLINE_RESERVE_MS)
+        throw new NotDueBeforeDeadlineError(message);
+      started = await this.startWhenDue(message, wait);
+    }
     if (started.code !== ScriptCode.OK) {
       const reason = ScriptCode[started.code].toLowerCase();
       logger.debug("message dropped", { event: message.member, gen: message.gen, reason });
@@ -111,8 +129,7 @@ export class Worker {
     return failure === undefined ? this.succeed(done) : this.fail(done, body, maxAttempts, failure);
   }
 
-  private async startWhenDue(message: DispatchMessage, runAt: number): Promise<StartResult> {
-    const wait = runAt - this.deps.clock();
+  private async startWhenDue(message: DispatchMessage, wait: number): Promise<StartResult> {
     if (wait > 0) await sleep(wait);
     return this.starts.load(message);
   }
@@ -191,8 +208,18 @@ export class Worker {
       return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
     }
     const acked = await this.acks.load(done.message);
-    if (acked.code !== ScriptCode.OK)
+    if (acked.code === ScriptCode.STALE && journal) {
+      // The index moved on while the handler ran (its lease ran out and a copy was sent again),
+      // but the journal now says succeeded, and the journal is the judge: drop the entry, so
+      // the copy finds nothing when it arrives instead of running the handler a second time.
+      logger.warn("ack found the event re-dispatched; removing it, the journal says succeeded", {
+        id: done.id,
+        status: acked.status,
+      });
+      await this.deps.index.forget(done.message.member, "succeeded");
+    } else if (acked.code !== ScriptCode.OK) {
       logger.warn("ack found the event changed", { id: done.id, code: acked.code });
+    }
     logger.info("event succeeded", { id: done.id, tenant: done.tenant, attempt: done.attempt });
     return { outcome: "succeeded", attempt: done.attempt, lateMs: done.lateMs };
   }
@@ -217,7 +244,33 @@ export class Worker {
       ) {
         return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
       }
-      await index.retry(done.message, nextRunAt);
+      const retried = await index.retry(done.message, nextRunAt, {
+        now,
+        // While dispatch is paused the retry waits in the index for the resume.
+        dispatchUntil: await directDispatchHorizon(index.client, config.keyPrefix, now, config.lookAheadMs, [
+          nextRunAt,
+        ]),
+        leaseMs: config.dispatchLeaseMs,
+      });
+      if (retried.code === ScriptCode.DISPATCHED) {
+        // Due within the look-ahead: straight to the queue, not at the next dispatcher tick
+        // (a minute on AWS, for a backoff of a second).
+        const { payload } = done.message;
+        await sendOrRelease(
+          this.deps,
+          [
+            {
+              member: done.message.member,
+              shard: done.message.shard,
+              gen: retried.gen,
+              runAt: nextRunAt,
+              attempt: done.attempt,
+              ...(payload !== undefined && { payload }),
+            },
+          ],
+          now,
+        );
+      }
       logger.warn("event failed; retrying", {
         id: done.id,
         attempt: done.attempt,

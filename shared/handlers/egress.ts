@@ -1,6 +1,6 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { refusalFor } from "./address-guard.ts";
+import { type AddressPolicy, refusalFor } from "./address-guard.ts";
 import { NonRetryableError } from "./errors.ts";
 
 /**
@@ -29,13 +29,16 @@ export function hasInternetEgress(env: Record<string, string | undefined> = proc
  * internet; with them allowed, a host whose addresses are all private (inside the VPC) may go on.
  * A name that does not resolve is left to the request, which reports the DNS error itself.
  */
+/** Only public addresses pass: what a private (in-VPC) target is told apart from. */
+const PUBLIC_ONLY: AddressPolicy = { allowPrivate: false, allowLoopback: false, refusedPorts: new Set() };
+
 export async function requireEgressFor(
   url: URL,
-  allowPrivate: boolean,
+  policy: Pick<AddressPolicy, "allowPrivate">,
   env: Record<string, string | undefined> = process.env,
 ): Promise<void> {
   if (hasInternetEgress(env)) return;
-  if (!allowPrivate) throw new NoInternetEgressError(url.hostname);
+  if (!policy.allowPrivate) throw new NoInternetEgressError(url.hostname);
   const host = url.hostname.replace(/^\[|\]$/g, "");
   let addresses: string[];
   if (isIP(host)) addresses = [host];
@@ -46,7 +49,7 @@ export async function requireEgressFor(
       return;
     }
   }
-  if (addresses.some((address) => refusalFor(address, false) === undefined)) {
+  if (addresses.some((address) => refusalFor(address, PUBLIC_ONLY) === undefined)) {
     throw new NoInternetEgressError(url.hostname);
   }
 }

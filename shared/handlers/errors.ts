@@ -9,15 +9,46 @@ export class NonRetryableError extends Error {
   }
 }
 
-/** A webhook URL resolves to an address the configuration does not allow. */
+/**
+ * A webhook URL resolves to an address (or names a port) the configuration does not allow. The
+ * message, which becomes the event's `lastError`, names the host and the rule but never the
+ * resolved address: that would let a tenant map the internal network through DNS names.
+ */
 export class ForbiddenAddressError extends NonRetryableError {
   constructor(
     readonly host: string,
+    /** For operators' logs only; not in the message. */
     readonly address: string,
     readonly reason: string,
   ) {
-    super(`webhook host ${host} resolves to ${address} (${reason}), which is not allowed`);
+    super(`webhook host ${host} is not allowed: ${reason}`);
     this.name = "ForbiddenAddressError";
+  }
+}
+
+/**
+ * A webhook request failed before an answer (refused, reset, timed out, DNS). Retried. Node's own
+ * messages name the resolved address and port (`connect ECONNREFUSED 10.0.3.17:443`), so the
+ * message keeps only the host from the URL and the error code.
+ */
+export class WebhookRequestError extends Error {
+  constructor(
+    readonly host: string,
+    readonly code: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`webhook request to ${host} failed: ${code}`, options);
+    this.name = "WebhookRequestError";
+  }
+
+  static from(url: URL, error: unknown): WebhookRequestError {
+    const code =
+      error instanceof Error
+        ? error.name === "AbortError" || error.name === "TimeoutError"
+          ? "timed out"
+          : ((error as NodeJS.ErrnoException).code ?? error.name)
+        : "unknown error";
+    return new WebhookRequestError(url.host, code, { cause: error });
   }
 }
 

@@ -1,13 +1,13 @@
-import { createHmac } from "node:crypto";
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { z } from "zod";
-import { refusalFor } from "./address-guard.ts";
+import { type AddressPolicy, portRefusal, refusalFor } from "./address-guard.ts";
 import { requireEgressFor } from "./egress.ts";
-import { ForbiddenAddressError, NonRetryableError } from "./errors.ts";
+import { ForbiddenAddressError, NonRetryableError, WebhookRequestError } from "./errors.ts";
 import { defineHandler } from "./registry.ts";
+import { signatureHeaders, type WebhookSigning } from "./signing.ts";
 
 export const webhookPayload = z.object({
   url: z
@@ -22,22 +22,14 @@ export const webhookPayload = z.object({
 export type WebhookPayload = z.output<typeof webhookPayload>;
 
 export interface WebhookOptions {
-  readonly secret: string;
-  readonly allowPrivate: boolean;
+  /** The tenant's signing secrets (current, and the previous one during a rotation's overlap). */
+  readonly signing: Pick<WebhookSigning, "signingSecretsFor">;
+  readonly policy: AddressPolicy;
   readonly timeoutMs: number;
 }
 
 /** Retried: the receiver may recover. Anything else outside 2xx is final. */
 const RETRYABLE_STATUS = (status: number) => status === 408 || status === 429 || status >= 500;
-
-/**
- * `Hourglass-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "t.body">`. The timestamp inside
- * the MAC lets a receiver refuse replays older than it tolerates.
- */
-export function signWebhook(secret: string, timestamp: number, body: string): string {
-  const mac = createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex");
-  return `t=${timestamp},v1=${mac}`;
-}
 
 /**
  * The built-in `webhook` type. The guard runs inside the socket's DNS lookup, so the address that
@@ -49,39 +41,44 @@ export function webhookHandler(options: WebhookOptions) {
     webhookPayload,
     async (payload, context) => {
       const url = new URL(payload.url);
-      await requireEgressFor(url, options.allowPrivate);
+      await requireEgressFor(url, options.policy);
       const body =
         payload.body === undefined
           ? ""
           : typeof payload.body === "string"
             ? payload.body
             : JSON.stringify(payload.body);
-      const timestamp = Math.floor(Date.now() / 1000);
+      const byPort = portRefusal(url, options.policy);
+      if (byPort) throw new ForbiddenAddressError(url.host, url.port, byPort);
+      // A literal IP skips DNS, and with it the guarded lookup, so it is judged here.
+      const literal = url.hostname.replace(/^\[|\]$/g, "");
+      if (isIP(literal)) {
+        const refusal = refusalFor(literal, options.policy);
+        if (refusal) throw new ForbiddenAddressError(url.hostname, literal, refusal);
+      }
+      const secrets = await options.signing.signingSecretsFor(context.tenant);
       const headers: Record<string, string> = {
         "user-agent": "Hourglass-Webhook/1",
         ...(payload.body !== undefined &&
           typeof payload.body !== "string" && { "content-type": "application/json" }),
-        ...payload.headers,
+        ...withoutReserved(payload.headers),
+        // Information only: the signed fields are webhook-id (the same event id) and the body.
         "hourglass-event-id": context.id,
         "hourglass-attempt": String(context.attempt),
-        "hourglass-signature": signWebhook(options.secret, timestamp, body),
+        ...signatureHeaders(secrets, context.id, new Date(), body),
       };
       if (body) headers["content-length"] = String(Buffer.byteLength(body));
-      // A literal IP skips DNS, and with it the guarded lookup, so it is judged here.
-      const literal = url.hostname.replace(/^\[|\]$/g, "");
-      if (isIP(literal)) {
-        const refusal = refusalFor(literal, options.allowPrivate);
-        if (refusal) throw new ForbiddenAddressError(url.hostname, literal, refusal);
-      }
       const signal = AbortSignal.any([context.signal, AbortSignal.timeout(options.timeoutMs)]);
       const response = await send(
         url,
         payload.method,
         headers,
         body,
-        guardedLookup(options.allowPrivate),
+        guardedLookup(options.policy),
         signal,
-      );
+      ).catch((error: unknown) => {
+        throw error instanceof ForbiddenAddressError ? error : WebhookRequestError.from(url, error);
+      });
       if (response.status >= 200 && response.status < 300) return;
       const detail = `webhook answered ${response.status}${response.excerpt ? `: ${response.excerpt}` : ""}`;
       if (RETRYABLE_STATUS(response.status)) throw new Error(detail);
@@ -91,13 +88,22 @@ export function webhookHandler(options: WebhookOptions) {
   );
 }
 
-function guardedLookup(allowPrivate: boolean): LookupFunction {
+/**
+ * The caller's headers, minus the ones Hourglass sets: a payload may not forge a signature, an
+ * event id or the request framing.
+ */
+function withoutReserved(headers: Record<string, string> | undefined): Record<string, string> {
+  const reserved = /^(webhook-|hourglass-|content-length$|host$|transfer-encoding$|connection$)/i;
+  return Object.fromEntries(Object.entries(headers ?? {}).filter(([name]) => !reserved.test(name)));
+}
+
+function guardedLookup(policy: AddressPolicy): LookupFunction {
   return (hostname, lookupOptions, callback) => {
     dnsLookup(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
       if (error) return callback(error, "", 0);
       const list = addresses as LookupAddress[];
       for (const { address } of list) {
-        const reason = refusalFor(address, allowPrivate);
+        const reason = refusalFor(address, policy);
         if (reason) return callback(new ForbiddenAddressError(hostname, address, reason), "", 0);
       }
       if (lookupOptions.all)

@@ -3,6 +3,7 @@ import type { HourglassConfig } from "../config.ts";
 import { JournalRequiredError } from "../events/errors.ts";
 import type { EventService } from "../events/service.ts";
 import { fieldIssues } from "../events/validate.ts";
+import type { WebhookSigning } from "../handlers/signing.ts";
 import type { Hourglass } from "../hourglass.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import type { StockLedger } from "../ledger/ledger-service.ts";
@@ -10,13 +11,15 @@ import type { Logger } from "../logger.ts";
 import { jsonBodies } from "./body.ts";
 import { mountDocs } from "./docs.ts";
 import { checkHealth, type HealthReport } from "./health.ts";
+import { localRequestGuard } from "./local-guard.ts";
 import { problem, problemFor, sendProblem } from "./problem.ts";
 import { type AdminControl, adminControl, mountAdminRoutes } from "./routes/admin.ts";
 import { mountEventRoutes } from "./routes/events.ts";
 import { mountLeaseRoutes } from "./routes/leases.ts";
 import { mountHealthRoute, mountOperationRoutes } from "./routes/operations.ts";
 import { mountStockRoutes } from "./routes/stock.ts";
-import { type TenantEnv, tenancy } from "./tenancy.ts";
+import { mountWebhookSecretRoutes } from "./routes/webhook-secret.ts";
+import { identifier, type TenantEnv, tenancy } from "./tenancy.ts";
 
 export const API_INFO = {
   openapi: "3.1.0",
@@ -36,6 +39,7 @@ export interface ApiDeps {
   /** Absent in the engine-only mode: their routes then answer 501. */
   readonly leases: LeaseService | undefined;
   readonly ledger: StockLedger | undefined;
+  readonly signing: Pick<WebhookSigning, "secretsFor" | "rotate"> | undefined;
   health(): Promise<HealthReport>;
   readonly admin?: AdminControl;
 }
@@ -47,6 +51,7 @@ export function apiDeps(hourglass: Hourglass): ApiDeps {
     events: hourglass.events,
     leases: hourglass.leases,
     ledger: hourglass.ledger,
+    signing: hourglass.signing,
     health: () => checkHealth(hourglass),
     admin: adminControl(hourglass),
   };
@@ -76,7 +81,9 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   });
 
   registerSecuritySchemes(app);
-  mountHealthRoute(app, deps.health);
+  if (deps.config.mode === "local") app.use("*", localRequestGuard(deps.config.allowedHosts));
+  const identify = identifier(deps.config);
+  mountHealthRoute(app, deps.health, (c) => "tenant" in identify(c), deps.logger);
   app.get("/openapi.json", (c) => c.json(openApiDocument(app)));
   mountDocs(app);
   mountAdminRoutes(app, deps); // before tenancy: admin tokens name no tenant
@@ -85,6 +92,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   mountOperationRoutes(app, deps.events);
   mountLeaseRoutes(app, () => deps.leases ?? unavailable("leases"));
   mountStockRoutes(app, () => deps.ledger ?? unavailable("the stock ledger"));
+  mountWebhookSecretRoutes(app, () => deps.signing ?? unavailable("webhook signing"));
 
   app.notFound((c) =>
     sendProblem(c, problem("not-found", "No such route", 404, { detail: `${c.req.method} ${c.req.path}` })),
@@ -127,7 +135,15 @@ export function describeApi(config: HourglassConfig, logger: Logger) {
   };
   const events = new Proxy({}, { get: unavailable }) as EventService;
   return openApiDocument(
-    createApp({ config, logger, events, leases: undefined, ledger: undefined, health: unavailable }),
+    createApp({
+      config,
+      logger,
+      events,
+      leases: undefined,
+      ledger: undefined,
+      signing: undefined,
+      health: unavailable,
+    }),
   );
 }
 

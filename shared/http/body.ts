@@ -1,20 +1,61 @@
-import type { MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
+import type { Context, MiddlewareHandler } from "hono";
 import { problem, sendProblem } from "./problem.ts";
 
 /**
+ * How deep a JSON body may nest. Deeper values are refused before any code walks them: the
+ * payload's fingerprint, JSON.stringify and validators recurse, and 20,000 levels overflow the
+ * stack (which used to surface as a 503, and the client retried it).
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * An oversized body is read to its end and thrown away before the 413 is sent, up to this many
+ * bytes (or four times the limit, if more). Answering while the client is still sending makes the
+ * server close a connection with unread data on it: Node's fetch then reports a socket error
+ * instead of the 413, and the next request on that pooled connection fails too. Past this, the
+ * 413 goes out with `Connection: close`: that client is not worth reading.
+ */
+export const DRAIN_LIMIT_BYTES = 16 * 1_048_576;
+
+/**
  * Guards every request body before a route sees it: too large → 413, not JSON → 415, malformed
- * JSON → 400. Routes then validate the parsed value against their schema (→ 422).
+ * JSON → 400, nested deeper than MAX_JSON_DEPTH → 422. Routes then validate the parsed value
+ * against their schema (→ 422).
  */
 export function jsonBodies(maxBytes: number): MiddlewareHandler[] {
-  const limit = bodyLimit({
-    maxSize: maxBytes,
-    onError: (c) =>
-      sendProblem(
-        c,
-        problem("too-large", "The request body is too large", 413, { detail: `at most ${maxBytes} bytes` }),
-      ),
-  });
+  const drainLimit = Math.max(DRAIN_LIMIT_BYTES, 4 * maxBytes);
+  const tooLarge = (c: Context, close: boolean) => {
+    if (close) c.header("connection", "close");
+    return sendProblem(
+      c,
+      problem("too-large", "The request body is too large", 413, { detail: `at most ${maxBytes} bytes` }),
+    );
+  };
+  const limit: MiddlewareHandler = async (c, next) => {
+    const body = c.req.raw.body;
+    if (!body || c.req.method === "GET" || c.req.method === "HEAD") return next();
+    if (Number(c.req.header("content-length") ?? 0) > drainLimit) {
+      await body.cancel().catch(() => {});
+      return tooLarge(c, true);
+    }
+    // Read it all, keeping at most `maxBytes`: a declared length can be absent (chunked) or wrong.
+    const reader = body.getReader();
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > drainLimit) {
+        await reader.cancel().catch(() => {});
+        return tooLarge(c, true);
+      }
+      if (size <= maxBytes) chunks.push(value);
+    }
+    if (size > maxBytes) return tooLarge(c, false);
+    c.req.raw = new Request(c.req.raw, { body: Buffer.concat(chunks) });
+    return next();
+  };
   const parse: MiddlewareHandler = async (c, next) => {
     if (!["POST", "PUT", "PATCH"].includes(c.req.method)) return next();
     const text = await c.req.text();
@@ -28,15 +69,53 @@ export function jsonBodies(maxBytes: number): MiddlewareHandler[] {
         }),
       );
     }
+    let value: unknown;
     try {
-      JSON.parse(text);
+      // JSON.parse itself does not recurse, so it takes any depth; what comes after does.
+      value = JSON.parse(text);
     } catch (error) {
       return sendProblem(
         c,
         problem("malformed-json", "The body is not valid JSON", 400, { detail: (error as Error).message }),
       );
     }
+    const deep = tooDeep(value, MAX_JSON_DEPTH);
+    if (deep !== undefined) {
+      const message = `nested more than ${MAX_JSON_DEPTH} levels deep`;
+      return sendProblem(
+        c,
+        problem("validation", "The request breaks a rule", 422, {
+          detail: `${deep || "(body)"}: ${message}`,
+          errors: [{ path: deep, message }],
+        }),
+      );
+    }
     return next();
   };
   return [limit, parse];
+}
+
+/**
+ * The path (its first few steps, in the API's `a.b[0]` style) of the first value nested deeper
+ * than `max`, or undefined. Iterative, so it cannot overflow the stack it protects.
+ */
+export function tooDeep(value: unknown, max: number): string | undefined {
+  const stack: { value: unknown; depth: number; path: string }[] = [{ value, depth: 0, path: "" }];
+  while (stack.length > 0) {
+    const { value: current, depth, path } = stack.pop()!;
+    if (current === null || typeof current !== "object") continue;
+    if (depth >= max) return path;
+    // Past a few steps the path is noise; the first ones say where the deep value is.
+    const step = (key: string) => (depth < 3 ? `${path}${key}` : path.endsWith("…") ? path : `${path}…`);
+    if (Array.isArray(current)) {
+      current.forEach((item, i) => {
+        stack.push({ value: item, depth: depth + 1, path: step(`[${i}]`) });
+      });
+    } else {
+      for (const [key, item] of Object.entries(current)) {
+        stack.push({ value: item, depth: depth + 1, path: step(path ? `.${key}` : key) });
+      }
+    }
+  }
+  return undefined;
 }

@@ -24,6 +24,10 @@ function localAssetsDir(): string | undefined {
 export function mountDocs(app: OpenAPIHono<TenantEnv>): void {
   const local = localAssetsDir();
   const base = local ? "/docs/assets" : `https://cdn.jsdelivr.net/npm/swagger-ui-dist@${SWAGGER_UI_VERSION}`;
+  // `/` and `/docs/` are where people look first. The page loads `openapi.json` relative to itself,
+  // which is right only at `/docs`. Relative locations keep an API Gateway stage prefix (`/prod/`).
+  app.get("/", (c) => c.redirect("docs", 302));
+  app.get("/docs/", (c) => c.redirect("../docs", 301));
   app.get("/docs", (c) =>
     c.html(`<!doctype html>
 <html lang="en">
@@ -45,7 +49,9 @@ export function mountDocs(app: OpenAPIHono<TenantEnv>): void {
   if (!local) return;
   app.get("/docs/assets/:file", async (c) => {
     const file = c.req.param("file") as keyof typeof ASSETS;
-    if (!(file in ASSETS)) return c.notFound();
+    // Own keys only: `in` also finds `__proto__`, `constructor` and the rest of Object.prototype,
+    // and reading those files failed as a 503.
+    if (!Object.hasOwn(ASSETS, file)) return c.notFound();
     const content = await readFile(join(local, file));
     return c.body(content, 200, { "content-type": ASSETS[file], "cache-control": "public, max-age=86400" });
   });

@@ -16,6 +16,7 @@ import {
   ReservationNotFoundError,
   ReservationStateError,
 } from "../ledger/errors.ts";
+import { PayloadTooLargeError } from "./errors.ts";
 import { serializeEvent } from "./serialize.ts";
 
 /** An RFC 9457 problem document. */
@@ -54,6 +55,12 @@ export function problemFor(error: unknown): Problem {
           errors: [...error.issues],
         });
   }
+  if (error instanceof PayloadTooLargeError) {
+    return problem("too-large", "A field is too large", 413, {
+      detail: error.message,
+      errors: [...error.issues],
+    });
+  }
   if (error instanceof InvalidCursorError) {
     return problem("validation", "The request breaks a rule", 422, {
       detail: error.message,
@@ -77,7 +84,7 @@ export function problemFor(error: unknown): Problem {
   if (error instanceof LeaseHeldError) {
     return problem("lease-held", "Someone else holds the lease", 409, {
       detail: error.message,
-      holder: error.holder,
+      owner: error.holder,
       expiresAt: new Date(error.expiresAt).toISOString(),
     });
   }

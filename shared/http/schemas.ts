@@ -69,7 +69,9 @@ export const BatchRequest = z
 export const BatchResult = z
   .object({
     index: z.number().int(),
-    status: z.number().int().openapi({ description: "201 created, 200 existing, 409 conflict, 422 invalid" }),
+    status: z.number().int().openapi({
+      description: "201 created, 200 existing, 409 conflict, 413 payload too large, 422 invalid",
+    }),
     event: ScheduledEvent.optional(),
     error: ProblemSchema.optional(),
   })
@@ -89,10 +91,10 @@ export const Stats = z
 export const Health = z
   .object({
     status: z.enum(["ok", "degraded"]),
-    checks: z.record(
-      z.string(),
-      z.object({ ok: z.boolean(), latencyMs: z.number(), error: z.string().optional() }),
-    ),
+    checks: z
+      .record(z.string(), z.object({ ok: z.boolean(), latencyMs: z.number() }))
+      .optional()
+      .openapi({ description: "Only for an authenticated caller." }),
   })
   .openapi("Health");
 

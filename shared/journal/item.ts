@@ -23,6 +23,11 @@ export interface JournalItem {
   readonly maxAttempts?: number;
   readonly backoff?: BackoffPolicy;
   readonly fingerprint: string;
+  /**
+   * Goes up with every reschedule, and the index carries it (see reschedule.lua), so the two agree
+   * on which time is the newer one. Absent on items never rescheduled (version 0).
+   */
+  readonly version?: number;
   readonly lastError?: string;
   readonly createdAt: number;
   readonly updatedAt: number;

@@ -19,7 +19,7 @@ import type { NewEvent } from "../events/model.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { JournalConditionError } from "./errors.ts";
 import { type JournalItem, type JournalStatus, journalKey, PENDING_STATUSES, toJournalItem } from "./item.ts";
-import { type Condition, isDead, isPending, type Update, update } from "./updates.ts";
+import { type Condition, isDead, isPending, olderThan, type Update, update } from "./updates.ts";
 
 export interface Page<T> {
   readonly items: T[];
@@ -246,14 +246,24 @@ export class EventJournal {
     );
   }
 
-  reschedule(tenant: string, id: string, runAt: number, now: number) {
-    return this.apply(
-      "reschedule",
-      tenant,
-      id,
-      isPending,
-      update({ set: { runAt, pdue: runAt, updatedAt: now } }),
-    );
+  /**
+   * Moves a pending event to `runAt`. With `version` (the index's, after its own reschedule), only
+   * if the item's version is older, so of two concurrent reschedules the later one wins in both
+   * stores; a condition failure on a still-pending item means a newer one already applied.
+   * Without it (the index did not hold the event), the version goes up by one.
+   */
+  reschedule(tenant: string, id: string, runAt: number, now: number, version?: number) {
+    const change = update({
+      set: { runAt, pdue: runAt, updatedAt: now, ...(version !== undefined && { version }) },
+    });
+    if (version === undefined) {
+      return this.apply("reschedule", tenant, id, isPending, {
+        expression: `${change.expression} ADD #version :one`,
+        names: { ...change.names, "#version": "version" },
+        values: { ...change.values, ":one": 1 },
+      });
+    }
+    return this.apply("reschedule", tenant, id, olderThan(version), change);
   }
 
   replay(tenant: string, id: string, runAt: number, shard: number, now: number) {

@@ -21,6 +21,15 @@ export const isPending: Condition = {
   values: { ":cond_scheduled": "scheduled", ":cond_retrying": "retrying" },
 };
 
+/** The event is pending and its version (absent means 0) is below `version`. */
+export function olderThan(version: number): Condition {
+  return {
+    expression: `${isPending.expression} AND (attribute_not_exists(#cond_version) OR #cond_version < :cond_version)`,
+    names: { ...isPending.names, "#cond_version": "version" },
+    values: { ...isPending.values, ":cond_version": version },
+  };
+}
+
 /** The event is a dead letter. */
 export const isDead: Condition = {
   expression: "#cond_status = :cond_dead",

@@ -1,3 +1,5 @@
+import { type FieldIssue, ValidationError } from "../errors.ts";
+
 /** Someone else holds the lease. Carries who, and until when, as the lease item said. */
 export class LeaseHeldError extends Error {
   constructor(
@@ -20,5 +22,13 @@ export class StaleLeaseError extends Error {
   ) {
     super(`lease ${leaseName}: owner ${owner} with token ${token} is not the current holder`);
     this.name = "StaleLeaseError";
+  }
+}
+
+/** A lease call with arguments no lease can have (a ttl that is not a whole, positive number of ms, …). */
+export class LeaseValidationError extends ValidationError {
+  constructor(issues: readonly FieldIssue[]) {
+    super(issues);
+    this.name = "LeaseValidationError";
   }
 }

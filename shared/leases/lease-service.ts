@@ -1,7 +1,7 @@
 import { ConditionalCheckFailedException, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
-import { LeaseHeldError, StaleLeaseError } from "./errors.ts";
+import { LeaseHeldError, LeaseValidationError, StaleLeaseError } from "./errors.ts";
 
 /**
  * Clock skew allowed between the processes that decide expiry. Every decision uses the deciding
@@ -12,6 +12,9 @@ import { LeaseHeldError, StaleLeaseError } from "./errors.ts";
  * renews at a third of the TTL.
  */
 export const CLOCK_SKEW_MARGIN_MS = 1_000;
+
+/** Longest ttl a lease may be taken or renewed for: a day, as the HTTP API allows. */
+export const MAX_LEASE_TTL_MS = 86_400_000;
 
 export interface LeaseGrant {
   readonly name: string;
@@ -55,6 +58,7 @@ export class LeaseService {
 
   /** Takes the lease if nobody holds it or the holder's lease expired. Throws LeaseHeldError. */
   async acquire(tenant: string, name: string, owner: string, ttlMs: number): Promise<LeaseGrant> {
+    checkTtl(ttlMs);
     const now = this.clock();
     try {
       const { Attributes } = await this.doc.send(
@@ -96,6 +100,7 @@ export class LeaseService {
     token: number,
     ttlMs: number,
   ): Promise<LeaseGrant> {
+    checkTtl(ttlMs);
     const now = this.clock();
     await this.conditional(name, owner, token, {
       Key: { pk: keyOf(tenant, name) },
@@ -159,4 +164,16 @@ export class LeaseService {
 
 function keyOf(tenant: string, name: string): string {
   return `lease#${tenant}#${name}`;
+}
+
+/**
+ * A ttl of 0, a negative or fractional one, NaN or Infinity would grant a lease that is already
+ * expired, or write a number DynamoDB refuses (a 5xx for what is the caller's mistake).
+ */
+function checkTtl(ttlMs: number): void {
+  if (!Number.isSafeInteger(ttlMs) || ttlMs < 1 || ttlMs > MAX_LEASE_TTL_MS) {
+    throw new LeaseValidationError([
+      { path: "ttlMs", message: `a whole number of milliseconds from 1 to ${MAX_LEASE_TTL_MS}` },
+    ]);
+  }
 }

@@ -176,23 +176,44 @@ export class StockLedger {
       ]);
       return { reservation, created: true };
     } catch (error) {
-      await this.expiry.cancel(tenant, expiryEventId).catch(() => {});
-      if (!(error instanceof TransactionCanceledException)) throw error;
-      const reasons = error.CancellationReasons ?? [];
-      if (reasons[0]?.Code === "ConditionalCheckFailed") {
-        // Another request with the same id won the race: answer as for a repeat.
-        return { reservation: this.sameHold(await this.getReservation(tenant, id), items), created: false };
-      }
-      const shortages: Shortage[] = [];
-      items.forEach(({ sku, quantity }, i) => {
-        const reason = reasons[1 + i * 2];
-        if (reason?.Code !== "ConditionalCheckFailed") return;
-        const counter = reason.Item ? unmarshall(reason.Item) : undefined;
-        shortages.push({ sku, requested: quantity, available: Number(counter?.available ?? 0) });
-      });
-      if (shortages.length > 0) throw new InsufficientStockError(shortages);
-      throw error;
+      return this.afterFailedHold(tenant, reservation, items, error);
     }
+  }
+
+  /**
+   * A hold's transaction failed, or seemed to. The error alone cannot say whether it committed: a
+   * timeout may arrive after DynamoDB committed, and a retried request whose first attempt
+   * committed is cancelled by its own reservation. So the reservation is read: its expiry event is
+   * cancelled only when it is known not to exist, since a committed hold without one never ends.
+   */
+  private async afterFailedHold(
+    tenant: string,
+    reservation: Reservation,
+    items: { sku: string; quantity: number }[],
+    error: unknown,
+  ): Promise<{ reservation: Reservation; created: boolean }> {
+    const { id, expiryEventId } = reservation;
+    // If this read fails too, nothing is known: the original error stands and the expiry stays
+    // (an expiry event finds no hold of its own and does nothing).
+    const current = await this.findReservation(tenant, id).catch(() => {
+      throw error;
+    });
+    if (current?.expiryEventId === expiryEventId) return { reservation: current, created: true };
+    // No reservation under this id, or another request's: this request's expiry has nothing to release.
+    await this.expiry.cancel(tenant, expiryEventId).catch(() => {});
+    // Another request with the same id won the race: answer as for a repeat.
+    if (current) return { reservation: this.sameHold(current, items), created: false };
+    if (!(error instanceof TransactionCanceledException)) throw error;
+    const reasons = error.CancellationReasons ?? [];
+    const shortages: Shortage[] = [];
+    items.forEach(({ sku, quantity }, i) => {
+      const reason = reasons[1 + i * 2];
+      if (reason?.Code !== "ConditionalCheckFailed") return;
+      const counter = reason.Item ? unmarshall(reason.Item) : undefined;
+      shortages.push({ sku, requested: quantity, available: Number(counter?.available ?? 0) });
+    });
+    if (shortages.length > 0) throw new InsufficientStockError(shortages);
+    throw error;
   }
 
   /** Sells what is held. Only while the hold is held and has not expired. */

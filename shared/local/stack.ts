@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdirSync, openSync } from "node:fs";
-import { createConnection } from "node:net";
+import { closeSync, mkdirSync, openSync } from "node:fs";
+import { createConnection, type Socket } from "node:net";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
@@ -62,7 +62,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       log(`redis: reusing ${redisUrl}`);
     } else {
       stoppers.push({ name: "redis", stop: await startRedis(redisPort, dataDir, persist) });
-      await waitFor("redis", () => redisAnswers(redis.hostname, redisPort), 15_000);
+      await waitFor("redis", () => redisAnswers(redis.hostname, redisPort), 15_000, dataDir);
       log(`redis: started on port ${redisPort}${persist ? " (AOF on)" : ""}`);
     }
 
@@ -74,7 +74,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     } else {
       const cacheDir = resolve(options.cacheDir ?? join(".hourglass", "cache"));
       stoppers.push({ name: "dynamodb", stop: startDynamoDbLocal(dynamoPort, dataDir, cacheDir, persist) });
-      await waitFor("dynamodb", () => dynamoAnswers(dynamoEndpoint), 60_000);
+      await waitFor("dynamodb", () => dynamoAnswers(dynamoEndpoint), 60_000, dataDir);
       log(`dynamodb: DynamoDB Local started on port ${dynamoPort}`);
     }
 
@@ -85,7 +85,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       log(`sqs: reusing ${sqsEndpoint}`);
     } else {
       stoppers.push({ name: "sqs", stop: await startFauxqs(sqsPort) });
-      await waitFor("sqs", () => sqsAnswers(sqsEndpoint), 15_000);
+      await waitFor("sqs", () => sqsAnswers(sqsEndpoint), 15_000, dataDir);
       log(`sqs: fauxqs started on port ${sqsPort}`);
     }
 
@@ -156,10 +156,29 @@ async function startFauxqs(port: number): Promise<() => Promise<void>> {
   };
 }
 
+/**
+ * Runs a stand-in so that it ends with this process, however this process ends:
+ * - In its own process group (`detached`), so the terminal's Ctrl-C, which signals the whole
+ *   foreground group, does not kill Redis or DynamoDB Local under the clients still using them;
+ *   `stop()` ends them after the clients, in order.
+ * - Behind a small `sh` guard that holds the read end of a pipe from this process and ends the
+ *   server when the pipe closes. The kernel closes it when this process exits for any reason,
+ *   `kill -9` included, so no stand-in outlives the runtime that started it.
+ */
+const GUARD = '"$@" & server=$!; read -r _ || true; kill -TERM "$server" 2>/dev/null; wait "$server"';
+
 function launch(command: string, args: string[], logFile: string): ChildProcess {
   const out = openSync(logFile, "a");
-  const child = spawn(command, args, { stdio: ["ignore", out, out] });
+  const child = spawn("sh", ["-c", GUARD, "sh", command, ...args], {
+    stdio: ["pipe", out, out],
+    detached: true,
+  });
+  closeSync(out);
   child.on("error", () => {});
+  child.stdin?.on("error", () => {});
+  // The pipe must not keep this process alive, nor the guard group tie it to a terminal.
+  child.unref();
+  (child.stdin as Socket | null)?.unref();
   return child;
 }
 
@@ -167,9 +186,16 @@ function stopper(child: ChildProcess): () => Promise<void> {
   return async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((done) => child.once("exit", done));
-    child.kill("SIGTERM");
-    await Promise.race([exited, sleep(5_000)]);
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    // Closing the pipe is the stop signal: the guard sends SIGTERM and waits for the server.
+    child.stdin?.end();
+    await Promise.race([exited, sleep(10_000)]);
+    if (child.exitCode === null && child.signalCode === null && child.pid) {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    }
   };
 }
 
@@ -177,13 +203,17 @@ async function waitFor(
   service: LocalStackError["service"],
   probe: () => Promise<boolean>,
   timeoutMs: number,
+  dataDir: string,
 ) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await probe()) return;
     await sleep(150);
   }
-  throw new LocalStackError(service, `did not answer within ${timeoutMs / 1000}s; see .hourglass/logs/`);
+  throw new LocalStackError(
+    service,
+    `did not answer within ${timeoutMs / 1000}s; see ${join(dataDir, "logs")}/`,
+  );
 }
 
 function redisAnswers(host: string, port: number): Promise<boolean> {

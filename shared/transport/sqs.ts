@@ -1,11 +1,29 @@
-import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { DispatchMessage } from "../events/model.ts";
 import { delaySecondsFor, encodeMessage, type SendReport, type Transport } from "./transport.ts";
 
-/** SendMessageBatch takes at most 10 entries. */
-const BATCH = 10;
+/**
+ * SQS's own limits, enforced here because the local emulator is more lenient (it takes 1 MiB
+ * bodies): SendMessageBatch takes at most 10 entries, and a message, like the sum of a batch's
+ * messages, at most 256 KiB, counted in UTF-8 bytes. (AWS has since raised the message size to
+ * 1 MiB; 256 KiB is what every SQS, LocalStack included, accepts.)
+ */
+export const SQS_BATCH_ENTRIES = 10;
+export const SQS_MAX_MESSAGE_BYTES = 262_144;
+export const SQS_MAX_BATCH_BYTES = 262_144;
 
-/** Sends dispatched events to the SQS work queue, 10 per call, several calls in flight. */
+interface Outgoing {
+  readonly message: DispatchMessage;
+  readonly body: string;
+  readonly bytes: number;
+}
+
+/**
+ * Sends dispatched events to the SQS work queue, in batches packed by bytes under SQS's limits,
+ * several calls in flight. A batch that fails is sent again one message at a time, each without
+ * its inline payload (the worker reads it from the journal), so one entry SQS refuses cannot take
+ * nine others down with it, again after every lease.
+ */
 export class SqsTransport implements Transport {
   constructor(
     private readonly client: SQSClient,
@@ -14,38 +32,91 @@ export class SqsTransport implements Transport {
   ) {}
 
   async send(messages: readonly DispatchMessage[], now: number): Promise<SendReport> {
-    const batches: DispatchMessage[][] = [];
-    for (let i = 0; i < messages.length; i += BATCH) batches.push(messages.slice(i, i + BATCH));
+    const batches = pack(messages.map(outgoing));
     let sent = 0;
     const failed: { message: DispatchMessage; reason: string }[] = [];
     let next = 0;
     const runner = async () => {
       while (next < batches.length) {
         const batch = batches[next++]!;
+        let refused: { entry: Outgoing; reason: string }[];
         try {
           const reply = await this.client.send(
             new SendMessageBatchCommand({
               QueueUrl: this.queueUrl,
-              Entries: batch.map((message, i) => ({
+              Entries: batch.map((entry, i) => ({
                 Id: String(i),
-                MessageBody: encodeMessage(message),
-                DelaySeconds: delaySecondsFor(message.runAt, now),
+                MessageBody: entry.body,
+                DelaySeconds: delaySecondsFor(entry.message.runAt, now),
               })),
             }),
           );
           sent += reply.Successful?.length ?? 0;
-          for (const failure of reply.Failed ?? []) {
-            failed.push({
-              message: batch[Number(failure.Id)]!,
-              reason: failure.Message ?? failure.Code ?? "failed",
-            });
-          }
+          refused = (reply.Failed ?? []).map((failure) => ({
+            entry: batch[Number(failure.Id)]!,
+            reason: failure.Message ?? failure.Code ?? "failed",
+          }));
         } catch (error) {
-          for (const message of batch) failed.push({ message, reason: (error as Error).message });
+          refused = batch.map((entry) => ({ entry, reason: (error as Error).message }));
+        }
+        for (const { entry, reason } of refused) {
+          const single = await this.sendAlone(entry.message, now);
+          if (single === undefined) sent++;
+          else failed.push({ message: entry.message, reason: `${reason}; alone: ${single}` });
         }
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.inFlight, batches.length) }, runner));
     return { sent, failed };
   }
+
+  /** One message on its own, without its inline payload. Returns why it failed, or undefined. */
+  private async sendAlone(message: DispatchMessage, now: number): Promise<string | undefined> {
+    const { payload: _, ...bare } = message;
+    try {
+      await this.client.send(
+        new SendMessageCommand({
+          QueueUrl: this.queueUrl,
+          MessageBody: encodeMessage(bare),
+          DelaySeconds: delaySecondsFor(message.runAt, now),
+        }),
+      );
+      return undefined;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+}
+
+/** The message's body; without its inline payload when that would make it too big for SQS. */
+function outgoing(message: DispatchMessage): Outgoing {
+  let body = encodeMessage(message);
+  let bytes = Buffer.byteLength(body, "utf8");
+  if (bytes > SQS_MAX_MESSAGE_BYTES && message.payload !== undefined) {
+    const { payload: _, ...bare } = message;
+    body = encodeMessage(bare);
+    bytes = Buffer.byteLength(body, "utf8");
+  }
+  return { message, body, bytes };
+}
+
+/** Fills batches in order up to 10 entries and 256 KiB each. */
+function pack(entries: readonly Outgoing[]): Outgoing[][] {
+  const batches: Outgoing[][] = [];
+  let current: Outgoing[] = [];
+  let bytes = 0;
+  for (const entry of entries) {
+    if (
+      current.length > 0 &&
+      (current.length === SQS_BATCH_ENTRIES || bytes + entry.bytes > SQS_MAX_BATCH_BYTES)
+    ) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(entry);
+    bytes += entry.bytes;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
 }

@@ -139,12 +139,13 @@ describe("who may call the admin routes", () => {
       events: events as EventService,
       leases: undefined,
       ledger: undefined,
+      signing: undefined,
       health: () => Promise.reject(new Error("unused")),
       admin: control,
     });
   const pause = (app: ReturnType<typeof appWith>, token?: string, lambdaEnv?: unknown) =>
     app.fetch(
-      new Request("http://local/v1/admin/pause", {
+      new Request("http://localhost/v1/admin/pause", {
         method: "POST",
         headers: token ? { authorization: `Bearer ${token}` } : {},
       }),
@@ -173,7 +174,7 @@ describe("who may call the admin routes", () => {
     expect((await pause(app, ADMIN_TOKEN)).status).toBe(200);
     // An admin token names no tenant: it opens no tenant's events.
     const list = await app.fetch(
-      new Request("http://local/v1/events", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
+      new Request("http://localhost/v1/events", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
     );
     expect(list.status).toBe(401);
   });

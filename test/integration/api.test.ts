@@ -1,4 +1,3 @@
-import { request as httpRequest } from "node:http";
 import { describe, expect, it } from "vitest";
 import { eventually } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
@@ -7,7 +6,28 @@ import { useApiServer } from "../support/server.ts";
 /** The public HTTP contract, over HTTP, against the real local stack. */
 const rec = recorder();
 
-const served = useApiServer({}, { handlers: [rec.handler] });
+const TENANTS = 40;
+const served = useApiServer(
+  {
+    HOURGLASS_API_TOKENS: Array.from({ length: TENANTS }, (_, i) => `api-${i}:token-of-api-tenant-${i}`).join(
+      ",",
+    ),
+  },
+  { handlers: [rec.handler] },
+);
+
+/**
+ * Every test calls as a tenant of its own, so no assertion (a count, a list, a page) depends on
+ * which tests ran before it.
+ */
+let tenants = 0;
+function asNewTenant() {
+  const i = tenants++;
+  if (i >= TENANTS) throw new Error("more tests than tenants: raise TENANTS");
+  const auth = { authorization: `Bearer token-of-api-tenant-${i}` };
+  const call = (method: string, path: string, body?: unknown) => served.api.call(method, path, body, auth);
+  return Object.assign(call, { auth });
+}
 
 const problemOf = (response: { status: number; type: string; json: Record<string, unknown> }) => {
   expect(response.type).toContain("application/problem+json");
@@ -18,8 +38,9 @@ const problemOf = (response: { status: number; type: string; json: Record<string
 
 describe("POST /v1/events", () => {
   it("schedules an event and answers 201 with ISO times", async () => {
+    const call = asNewTenant();
     const runAt = new Date(Date.now() + 3_600_000).toISOString();
-    const created = await served.api.call("POST", "/v1/events", { type: "test.record", payload: {}, runAt });
+    const created = await call("POST", "/v1/events", { type: "test.record", payload: {}, runAt });
     expect(created.status).toBe(201);
     expect(created.json).toMatchObject({
       status: "scheduled",
@@ -29,26 +50,28 @@ describe("POST /v1/events", () => {
       type: "test.record",
     });
     expect(created.json.overdue).toBeUndefined();
-    const read = await served.api.call("GET", `/v1/events/${created.json.id}`);
+    const read = await call("GET", `/v1/events/${created.json.id}`);
     expect(read.status).toBe(200);
     expect(read.json).toMatchObject({ id: created.json.id, status: "scheduled", runAt });
     expect(Date.parse(read.json.createdAt)).toBeGreaterThan(0);
   });
 
   it("answers 200 for the same id and content, 409 for the same id with other content", async () => {
+    const call = asNewTenant();
     const body = { id: "invoice-7", type: "test.record", payload: { label: "x" }, delaySeconds: 600 };
-    expect((await served.api.call("POST", "/v1/events", body)).status).toBe(201);
-    const again = await served.api.call("POST", "/v1/events", body);
+    expect((await call("POST", "/v1/events", body)).status).toBe(201);
+    const again = await call("POST", "/v1/events", body);
     expect(again.status).toBe(200);
     expect(again.json.id).toBe("invoice-7");
-    const conflict = await served.api.call("POST", "/v1/events", { ...body, payload: { label: "y" } });
+    const conflict = await call("POST", "/v1/events", { ...body, payload: { label: "y" } });
     expect(conflict.status).toBe(409);
     expect(problemOf(conflict).existing).toMatchObject({ id: "invoice-7", payload: { label: "x" } });
   });
 
   it("runs a runAt in the past as soon as possible, and says so", async () => {
+    const call = asNewTenant();
     const past = new Date(Date.now() - 60_000).toISOString();
-    const created = await served.api.call("POST", "/v1/events", {
+    const created = await call("POST", "/v1/events", {
       type: "test.record",
       payload: {},
       runAt: past,
@@ -86,7 +109,8 @@ describe("POST /v1/events", () => {
     ["an unknown field", { type: "test.record", payload: {}, delaySeconds: 1, color: "red" }, ""],
     ["a negative delay", { type: "test.record", payload: {}, delaySeconds: -5 }, "delaySeconds"],
   ])("refuses %s with 422 naming the field", async (_, body, path) => {
-    const response = await served.api.call("POST", "/v1/events", body);
+    const call = asNewTenant();
+    const response = await call("POST", "/v1/events", body);
     expect(response.status).toBe(422);
     const errors = problemOf(response).errors as { path: string; message: string }[];
     expect(errors.length).toBeGreaterThan(0);
@@ -94,68 +118,60 @@ describe("POST /v1/events", () => {
   });
 
   it("answers 400 to malformed JSON, 415 to another content type, 413 to a body over 1 MiB", async () => {
-    expect(problemOf(await served.api.call("POST", "/v1/events", "{not json")).status).toBe(400);
+    const call = asNewTenant();
+    expect(problemOf(await call("POST", "/v1/events", "{not json")).status).toBe(400);
     // An empty body where one is required (found by the bad-input property test).
-    expect(problemOf(await served.api.call("POST", "/v1/events", "")).status).toBe(400);
+    expect(problemOf(await call("POST", "/v1/events", "")).status).toBe(400);
     const form = await fetch(`${served.api.base}/v1/events`, {
       method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
+      headers: { "content-type": "application/x-www-form-urlencoded", ...call.auth },
       body: "type=test.record",
     });
     expect(form.status).toBe(415);
-    // The server answers before reading the whole body and closes the connection, so this request
-    // gets a connection of its own rather than one from fetch's pool.
+    // Sent on fetch's pool of keep-alive connections: the server reads the body to its end before
+    // it answers, so the client sees the 413 (not a reset) and the connection stays usable.
     const huge = JSON.stringify({
       type: "test.record",
       payload: { label: "x".repeat(1_100_000) },
       delaySeconds: 1,
     });
-    const status = await new Promise<number>((resolve, reject) => {
-      const request = httpRequest(
-        `${served.api.base}/v1/events`,
-        { method: "POST", agent: false, headers: { "content-type": "application/json" } },
-        (response) => {
-          response.resume();
-          resolve(response.statusCode ?? 0);
-        },
-      );
-      request.on("error", reject);
-      request.end(huge);
-    });
-    expect(status).toBe(413);
+    expect(problemOf(await call("POST", "/v1/events", huge)).status).toBe(413);
   });
 });
 
 describe("reading, moving and cancelling", () => {
   it("answers 404 for unknown ids, impossible ids and unknown routes", async () => {
-    expect(problemOf(await served.api.call("GET", "/v1/events/never-was")).status).toBe(404);
-    expect((await served.api.call("GET", "/v1/events/bad%20id")).status).toBe(404);
-    expect((await served.api.call("DELETE", "/v1/events/never-was")).status).toBe(404);
-    expect((await served.api.call("PATCH", "/v1/events/never-was", { delaySeconds: 5 })).status).toBe(404);
-    expect(problemOf(await served.api.call("GET", "/v1/nothing-here")).status).toBe(404);
+    const call = asNewTenant();
+    expect(problemOf(await call("GET", "/v1/events/never-was")).status).toBe(404);
+    expect((await call("GET", "/v1/events/bad%20id")).status).toBe(404);
+    expect((await call("DELETE", "/v1/events/never-was")).status).toBe(404);
+    expect((await call("PATCH", "/v1/events/never-was", { delaySeconds: 5 })).status).toBe(404);
+    expect(problemOf(await call("GET", "/v1/nothing-here")).status).toBe(404);
   });
 
   it("reschedules, cancels (twice), then refuses to reschedule a cancelled event with 409", async () => {
-    const { json } = await served.api.call("POST", "/v1/events", {
+    const call = asNewTenant();
+    const { json } = await call("POST", "/v1/events", {
       type: "test.record",
       payload: {},
       delaySeconds: 3_600,
     });
-    const moved = await served.api.call("PATCH", `/v1/events/${json.id}`, { delaySeconds: 7_200 });
+    const moved = await call("PATCH", `/v1/events/${json.id}`, { delaySeconds: 7_200 });
     expect(moved.status).toBe(200);
     expect(Date.parse(moved.json.runAt)).toBeGreaterThan(Date.parse(json.runAt));
-    expect((await served.api.call("PATCH", `/v1/events/${json.id}`, { runAt: "x" })).status).toBe(422);
-    const cancelled = await served.api.call("DELETE", `/v1/events/${json.id}`);
+    expect((await call("PATCH", `/v1/events/${json.id}`, { runAt: "x" })).status).toBe(422);
+    const cancelled = await call("DELETE", `/v1/events/${json.id}`);
     expect(cancelled.status).toBe(200);
     expect(cancelled.json.status).toBe("cancelled");
-    expect((await served.api.call("DELETE", `/v1/events/${json.id}`)).status).toBe(200);
-    const refused = await served.api.call("PATCH", `/v1/events/${json.id}`, { delaySeconds: 5 });
+    expect((await call("DELETE", `/v1/events/${json.id}`)).status).toBe(200);
+    const refused = await call("PATCH", `/v1/events/${json.id}`, { delaySeconds: 5 });
     expect(refused.status).toBe(409);
     expect(problemOf(refused).currentStatus).toBe("cancelled");
   });
 
   it("refuses to cancel a finished event with 409 naming its state", async () => {
-    const { json } = await served.api.call("POST", "/v1/events", {
+    const call = asNewTenant();
+    const { json } = await call("POST", "/v1/events", {
       type: "test.record",
       payload: {},
       delaySeconds: 0,
@@ -163,46 +179,46 @@ describe("reading, moving and cancelling", () => {
     const runtime = (await import("../../shared/local/runtime.ts")).startRuntime(served.hg, { tickMs: 100 });
     try {
       await eventually(async () =>
-        (await served.api.call("GET", `/v1/events/${json.id}`)).json.status === "succeeded"
-          ? true
-          : undefined,
+        (await call("GET", `/v1/events/${json.id}`)).json.status === "succeeded" ? true : undefined,
       );
     } finally {
       await runtime.stop();
     }
-    const refused = await served.api.call("DELETE", `/v1/events/${json.id}`);
+    const refused = await call("DELETE", `/v1/events/${json.id}`);
     expect(refused.status).toBe(409);
     expect(problemOf(refused).currentStatus).toBe("succeeded");
   });
 
   it("lists a tenant's events newest first, filtered, with a cursor", async () => {
+    const call = asNewTenant();
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const { json } = await served.api.call("POST", "/v1/events", {
+      const { json } = await call("POST", "/v1/events", {
         type: "test.record",
         payload: { label: `list-${i}` },
         delaySeconds: 9_000,
       });
       ids.push(json.id);
     }
-    const first = await served.api.call("GET", "/v1/events?status=scheduled&type=test.record&limit=3");
+    const first = await call("GET", "/v1/events?status=scheduled&type=test.record&limit=3");
     expect(first.status).toBe(200);
     expect(first.json.events).toHaveLength(3);
     expect(first.json.events.map((e: { id: string }) => e.id)).toEqual(ids.slice(-3).reverse());
-    const second = await served.api.call(
+    const second = await call(
       "GET",
       `/v1/events?status=scheduled&type=test.record&limit=2&cursor=${first.json.cursor}`,
     );
     expect(second.json.events.map((e: { id: string }) => e.id)).toEqual(ids.slice(-5, -3).reverse());
-    expect((await served.api.call("GET", "/v1/events?limit=0")).status).toBe(422);
-    expect((await served.api.call("GET", "/v1/events?status=sleeping")).status).toBe(422);
-    expect((await served.api.call("GET", "/v1/events?cursor=garbage")).status).toBe(422);
+    expect((await call("GET", "/v1/events?limit=0")).status).toBe(422);
+    expect((await call("GET", "/v1/events?status=sleeping")).status).toBe(422);
+    expect((await call("GET", "/v1/events?cursor=garbage")).status).toBe(422);
   });
 });
 
 describe("batches, stats, dead letters, health", () => {
   it("gives each item of a batch its own result", async () => {
-    const response = await served.api.call("POST", "/v1/events/batch", {
+    const call = asNewTenant();
+    const response = await call("POST", "/v1/events/batch", {
       events: [
         { type: "test.record", payload: {}, delaySeconds: 60 },
         { type: "nope", payload: {}, delaySeconds: 60 },
@@ -213,50 +229,65 @@ describe("batches, stats, dead letters, health", () => {
     expect(response.status).toBe(200);
     expect(response.json.results.map((r: { status: number }) => r.status)).toEqual([201, 422, 201, 422]);
     expect(response.json.results[1].error.errors[0].path).toBe("events[1].type");
-    expect((await served.api.call("POST", "/v1/events/batch", { events: [] })).status).toBe(422);
+    expect((await call("POST", "/v1/events/batch", { events: [] })).status).toBe(422);
     const tooMany = Array.from({ length: 501 }, () => ({
       type: "test.record",
       payload: {},
       delaySeconds: 60,
     }));
-    expect((await served.api.call("POST", "/v1/events/batch", { events: tooMany })).status).toBe(422);
+    expect((await call("POST", "/v1/events/batch", { events: tooMany })).status).toBe(422);
   });
 
   it("counts by status and type", async () => {
-    const stats = await served.api.call("GET", "/v1/stats");
+    const call = asNewTenant();
+    expect((await call("GET", "/v1/stats")).json.byStatus).toEqual({});
+    for (const delaySeconds of [600, 700, 800]) {
+      await call("POST", "/v1/events", { type: "test.record", payload: {}, delaySeconds });
+    }
+    const { json } = await call("POST", "/v1/events", {
+      type: "test.record",
+      payload: {},
+      delaySeconds: 900,
+    });
+    await call("DELETE", `/v1/events/${json.id}`);
+    const stats = await call("GET", "/v1/stats");
     expect(stats.status).toBe(200);
-    expect(stats.json.byStatus.scheduled).toBeGreaterThan(0);
-    expect(stats.json.byType["test.record"].scheduled).toBeGreaterThan(0);
-    expect(stats.json.indexSize).toBeGreaterThan(0);
+    // Exact: the tenant is this test's alone.
+    expect(stats.json.byStatus).toEqual({ scheduled: 3, cancelled: 1 });
+    expect(stats.json.byType["test.record"]).toEqual({ scheduled: 3, cancelled: 1 });
+    expect(stats.json.indexSize).toBe(3);
   });
 
   it("lists dead letters and refuses to replay what is not dead", async () => {
-    const list = await served.api.call("GET", "/v1/dead-letters");
+    const call = asNewTenant();
+    const list = await call("GET", "/v1/dead-letters");
     expect(list.status).toBe(200);
     expect(Array.isArray(list.json.events)).toBe(true);
-    expect((await served.api.call("POST", "/v1/dead-letters/never-was/replay")).status).toBe(404);
-    const { json } = await served.api.call("POST", "/v1/events", {
+    expect((await call("POST", "/v1/dead-letters/never-was/replay")).status).toBe(404);
+    const { json } = await call("POST", "/v1/events", {
       type: "test.record",
       payload: {},
       delaySeconds: 60,
     });
-    const refused = await served.api.call("POST", `/v1/dead-letters/${json.id}/replay`);
+    const refused = await call("POST", `/v1/dead-letters/${json.id}/replay`);
     expect(refused.status).toBe(409);
     expect(problemOf(refused).currentStatus).toBe("scheduled");
   });
 
   it("answers /health with every dependency's check", async () => {
-    const health = await served.api.call("GET", "/health");
+    const call = asNewTenant();
+    const health = await call("GET", "/health");
     expect(health.status).toBe(200);
     expect(health.json.status).toBe("ok");
     expect(Object.keys(health.json.checks).sort()).toEqual(["dynamodb", "redis", "sqs"]);
   });
 
   it("serves its OpenAPI document and a reference page", async () => {
-    const doc = await served.api.call("GET", "/openapi.json");
+    const call = asNewTenant();
+    const doc = await call("GET", "/openapi.json");
     expect(doc.json.openapi).toBe("3.1.0");
     expect(Object.keys(doc.json.paths)).toContain("/v1/events/{id}");
-    const page = await fetch(`${served.api.base}/docs`);
+    const page = await fetch(`${served.api.base}/docs`, { headers: call.auth });
     expect(await page.text()).toContain("SwaggerUIBundle");
     expect((await fetch(`${served.api.base}/docs/assets/swagger-ui-bundle.js`)).status).toBe(200);
     expect((await fetch(`${served.api.base}/docs/assets/package.json`)).status).toBe(404);

@@ -148,7 +148,8 @@ describe("a crash between two steps loses nothing", () => {
     await new Promise((done) => setTimeout(done, 1_200));
     const { transport } = captured();
     const { dispatcher } = engine({ transport: crashOn(transport, "send", "before") });
-    await expect(dispatcher.tick(1_000)).rejects.toBeInstanceOf(Crash);
+    // Each shard is drained on its own, so the crash stops only its shard's dispatch.
+    expect((await dispatcher.tick(1_000)).failedShards).toHaveLength(1);
     expect(await hg.index.inspect(`${tenant}/claimed`)).toMatchObject({ status: "dispatched" });
     const done = await survives("claimed", tenant);
     expect(rec.runsOf("claimed")).toHaveLength(1);
@@ -212,4 +213,157 @@ describe("a crash between two steps loses nothing", () => {
     expect(rec.runsOf("unacked")).toHaveLength(1);
     expect((await hg.events.get(tenant, "unacked")).status).toBe("succeeded");
   });
+});
+
+/** The event never runs: the runtime works a few seconds past its time and nothing starts. */
+async function neverRuns(id: string, tenant: string, forMs: number) {
+  const runtime = startRuntime(hg, { tickMs: 100 });
+  try {
+    await new Promise((done) => setTimeout(done, forMs));
+  } finally {
+    await runtime.stop();
+  }
+  expect(rec.runsOf(id)).toEqual([]);
+  expect((await hg.events.get(tenant, id)).status).toBe("cancelled");
+}
+
+describe("a crash inside a cancel never lets the event run, nor loses the cancel", () => {
+  it("cancel: before the index write (nothing changed; the client's retry cancels it)", async () => {
+    const tenant = `crash${tenantCount++}`;
+    await hg.events.schedule(tenant, { id: "cancel-0", type: "test.record", payload: {}, delaySeconds: 2 });
+    const { service } = engine({
+      transport: captured().transport,
+      index: crashOn(hg.index, "cancel", "before"),
+    });
+    await expect(service.cancel(tenant, "cancel-0")).rejects.toBeInstanceOf(Crash);
+    expect(await hg.index.inspect(`${tenant}/cancel-0`)).toBeDefined();
+    await hg.events.cancel(tenant, "cancel-0");
+    await neverRuns("cancel-0", tenant, 4_000);
+  });
+
+  it("cancel: after the index write, before the journal's (the recovery sweep finishes it, never restores it)", async () => {
+    const tenant = `crash${tenantCount++}`;
+    await hg.events.schedule(tenant, { id: "cancel-1", type: "test.record", payload: {}, delaySeconds: 1 });
+    const { service } = engine({
+      transport: captured().transport,
+      journal: crashOn(hg.journal!, "markCancelled", "before"),
+    });
+    await expect(service.cancel(tenant, "cancel-1")).rejects.toBeInstanceOf(Crash);
+    expect((await hg.journal!.get(tenant, "cancel-1"))?.status).toBe("scheduled");
+    // Overdue past the 1 s grace: the sweep meets it, and must finish the cancel rather than undo it.
+    await neverRuns("cancel-1", tenant, 5_000);
+  });
+
+  it("cancel: after the journal write, before the tombstone is confirmed", async () => {
+    const tenant = `crash${tenantCount++}`;
+    await hg.events.schedule(tenant, { id: "cancel-2", type: "test.record", payload: {}, delaySeconds: 1 });
+    const { service } = engine({
+      transport: captured().transport,
+      index: crashOn(hg.index, "confirmCancel", "before"),
+    });
+    await expect(service.cancel(tenant, "cancel-2")).rejects.toBeInstanceOf(Crash);
+    await neverRuns("cancel-2", tenant, 4_000);
+  });
+});
+
+describe("a crash inside a reschedule leaves index and journal agreeing, and never fires early", () => {
+  async function movedOnce(id: string, tenant: string, runAt: number) {
+    const done = await survives(id, tenant);
+    expect(rec.runsOf(id)).toHaveLength(1);
+    expect(rec.runsOf(id)[0]!.startedAt).toBeGreaterThanOrEqual(runAt);
+    expect((await hg.journal!.get(tenant, id))!.runAt).toBe(runAt);
+    return done;
+  }
+
+  it("reschedule: before the index write (nothing changed; it runs at its first time)", async () => {
+    const tenant = `crash${tenantCount++}`;
+    const first = await hg.events.schedule(tenant, {
+      id: "move-0",
+      type: "test.record",
+      payload: {},
+      delaySeconds: 2,
+    });
+    const { service } = engine({
+      transport: captured().transport,
+      index: crashOn(hg.index, "reschedule", "before"),
+    });
+    await expect(
+      service.reschedule(tenant, "move-0", { runAt: new Date(Date.now() + 60_000).toISOString() }),
+    ).rejects.toBeInstanceOf(Crash);
+    await movedOnce("move-0", tenant, first.event.runAt);
+  });
+
+  it("reschedule: after the index write, before the journal's (fires at the new time; the journal catches up)", async () => {
+    const tenant = `crash${tenantCount++}`;
+    await hg.events.schedule(tenant, { id: "move-1", type: "test.record", payload: {}, delaySeconds: 1 });
+    const later = Date.now() + 4_000;
+    const { service } = engine({
+      transport: captured().transport,
+      journal: crashOn(hg.journal!, "reschedule", "before"),
+    });
+    await expect(
+      service.reschedule(tenant, "move-1", { runAt: new Date(later).toISOString() }),
+    ).rejects.toBeInstanceOf(Crash);
+    expect((await hg.index.inspect(`${tenant}/move-1`))?.runAt).toBe(later);
+    await movedOnce("move-1", tenant, later);
+  });
+
+  it("reschedule: after the journal write, before the send (redelivered at the new time)", async () => {
+    const tenant = `crash${tenantCount++}`;
+    await hg.events.schedule(tenant, { id: "move-2", type: "test.record", payload: {}, delaySeconds: 60 });
+    const later = Date.now() + 3_000;
+    const { transport } = captured();
+    const { service } = engine({ transport: crashOn(transport, "send", "before") });
+    await expect(
+      service.reschedule(tenant, "move-2", { runAt: new Date(later).toISOString() }),
+    ).rejects.toBeInstanceOf(Crash);
+    await movedOnce("move-2", tenant, later);
+  });
+});
+
+describe("a crash inside a rebuild loses nothing and runs nothing twice", () => {
+  /** Redis lost this deployment's keys (only this test file's prefix, on the shared server). */
+  async function loseIndex() {
+    const redis = hg.redis as import("ioredis").Redis;
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `{${hg.config.keyPrefix}:*`, "COUNT", 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+  }
+
+  for (const [method, when] of [
+    ["startRebuild", "before"],
+    ["startRebuild", "after"],
+    ["restore", "before"],
+    ["restore", "after"],
+    ["finishRebuild", "before"],
+    ["finishRebuild", "after"],
+  ] as const) {
+    const step = {
+      startRebuild: "starting the rebuild (its cursor and epoch)",
+      restore: "restoring a page",
+      finishRebuild: "marking the shard complete",
+    }[method];
+    it(`rebuild: ${when} ${step}`, async () => {
+      const tenant = `crash${tenantCount++}`;
+      const ids = [0, 1, 2].map((i) => `rebuild-${method}-${when}-${i}`);
+      await hg.events.scheduleBatch(
+        tenant,
+        ids.map((id) => ({ id, type: "test.record", payload: {}, delaySeconds: 7 })),
+      );
+      await loseIndex();
+      const { dispatcher } = engine({
+        transport: captured().transport,
+        index: crashOn(hg.index, method, when),
+      });
+      const report = await dispatcher.tick(500);
+      expect(report.failedShards.length).toBeGreaterThan(0);
+      for (const id of ids) {
+        await survives(id, tenant);
+        expect(rec.runsOf(id)).toHaveLength(1);
+      }
+    });
+  }
 });

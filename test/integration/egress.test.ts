@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EGRESS_VARIABLE, NoInternetEgressError } from "../../shared/handlers/egress.ts";
 import { NonRetryableError } from "../../shared/handlers/errors.ts";
 import type { HandlerContext } from "../../shared/handlers/registry.ts";
+import { deriveTenantSecret } from "../../shared/handlers/signing.ts";
 import { webhookHandler, webhookPayload } from "../../shared/handlers/webhook.ts";
 import { type Runtime, startRuntime } from "../../shared/local/runtime.ts";
 import { silentLogger } from "../../shared/logger.ts";
@@ -44,11 +45,19 @@ const context: HandlerContext = {
   signal: new AbortController().signal,
 };
 
+const signing = {
+  signingSecretsFor: async () => ({
+    current: deriveTenantSecret("a-test-secret-of-enough-length", "t", 0),
+    generation: 0,
+  }),
+};
+
 const run = (url: string, allowPrivate: boolean) =>
-  webhookHandler({ secret: "a-test-secret-of-enough-length", allowPrivate, timeoutMs: 10_000 }).run(
-    webhookPayload.parse({ url }),
-    context,
-  );
+  webhookHandler({
+    signing,
+    policy: { allowPrivate, allowLoopback: allowPrivate, refusedPorts: new Set() },
+    timeoutMs: 10_000,
+  }).run(webhookPayload.parse({ url }), context);
 
 describe("a webhook in a deployment without internet egress", () => {
   it("fails at once, as a final error, without opening a connection", async () => {

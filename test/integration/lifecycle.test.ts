@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventStateConflictError, IdempotencyConflictError } from "../../shared/events/errors.ts";
 import { type Runtime, startRuntime } from "../../shared/local/runtime.ts";
+import { freshTenant } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
 
@@ -11,7 +12,15 @@ let runtime: Runtime;
 
 beforeAll(async () => {
   hg = await testHourglass(
-    { HOURGLASS_BACKOFF_BASE_MS: "50", HOURGLASS_BACKOFF_MAX_MS: "200" },
+    {
+      HOURGLASS_BACKOFF_BASE_MS: "50",
+      HOURGLASS_BACKOFF_MAX_MS: "200",
+      // Short enough that a wait in a test outlasts a lease running out and a recovery sweep,
+      // the two ways a forgotten cancel or a stale message could come back.
+      HOURGLASS_DISPATCH_LEASE_SECONDS: "6",
+      HOURGLASS_RECOVERY_GRACE_SECONDS: "1",
+      HOURGLASS_RECOVERY_EVERY_SECONDS: "1",
+    },
     { handlers: [rec.handler] },
   );
   runtime = startRuntime(hg, { tickMs: 100 });
@@ -22,7 +31,7 @@ afterAll(async () => {
   await hg.destroy();
 });
 
-const statusOf = async (id: string, status: string) => {
+const statusOf = async (tenant: string, id: string, status: string) => {
   const view = await hg.events.get(tenant, id);
   return view.status === status ? view : undefined;
 };
@@ -34,7 +43,7 @@ describe("an event's life on the real local stack", () => {
     expect(outcome).toBe("created");
     expect(event.status).toBe("scheduled");
 
-    const done = await eventually(() => statusOf(event.id, "succeeded"), 15_000, "success");
+    const done = await eventually(() => statusOf(tenant, event.id, "succeeded"), 15_000, "success");
     expect(done.attempts).toBe(1);
     const runs = rec.runsOf(event.id);
     expect(runs).toHaveLength(1);
@@ -59,7 +68,8 @@ describe("an event's life on the real local stack", () => {
     expect(stats.byType["test.record"]?.scheduled).toBe(1);
   });
 
-  it("never runs an event cancelled after its message reached the queue", async () => {
+  it("never runs an event cancelled after its message reached the queue, through a lease expiry and recovery sweeps", async () => {
+    const tenant = freshTenant("cancel");
     // 1.5 s ahead is inside the look-ahead: the message goes to SQS when it is scheduled.
     const { event } = await hg.events.schedule(tenant, {
       type: "test.record",
@@ -69,12 +79,16 @@ describe("an event's life on the real local stack", () => {
     expect((await hg.events.get(tenant, event.id)).status).toBe("dispatched");
     const cancelled = await hg.events.cancel(tenant, event.id);
     expect(cancelled.status).toBe("cancelled");
-    await new Promise((done) => setTimeout(done, 3_000));
+    // Wait past the queued message's delivery, the dispatch lease running out (when a forgotten
+    // entry would be sent again) and the recovery grace (when the sweep would restore it).
+    const quietUntil = event.runAt + hg.config.dispatchLeaseMs + hg.config.recovery.graceMs + 2_000;
+    await new Promise((done) => setTimeout(done, quietUntil - Date.now()));
     expect(rec.runsOf(event.id)).toHaveLength(0);
     expect((await hg.events.get(tenant, event.id)).status).toBe("cancelled");
+    expect(await hg.index.inspect(`${tenant}/${event.id}`)).toBeUndefined();
     // Cancelling again is harmless; the journal keeps the first answer.
     expect((await hg.events.cancel(tenant, event.id)).status).toBe("cancelled");
-  });
+  }, 30_000);
 
   it("retries with backoff, then dead-letters, and a replay runs it again", async () => {
     const { event } = await hg.events.schedule(tenant, {
@@ -83,7 +97,7 @@ describe("an event's life on the real local stack", () => {
       maxAttempts: 3,
       payload: { failTimes: 3 },
     });
-    const dead = await eventually(() => statusOf(event.id, "dead"), 20_000, "dead letter");
+    const dead = await eventually(() => statusOf(tenant, event.id, "dead"), 20_000, "dead letter");
     expect(dead.attempts).toBe(3);
     expect(dead.lastError).toContain("told to fail attempt 3");
     expect(rec.runsOf(event.id).map((r) => r.attempt)).toEqual([1, 2, 3]);
@@ -93,7 +107,7 @@ describe("an event's life on the real local stack", () => {
 
     // After a replay the attempts start again from 1, and attempt 4 of the payload's counter succeeds.
     await hg.events.replay(tenant, event.id);
-    await eventually(() => statusOf(event.id, "dead"), 20_000, "dead again");
+    await eventually(() => statusOf(tenant, event.id, "dead"), 20_000, "dead again");
     expect(rec.runsOf(event.id).map((r) => r.attempt)).toEqual([1, 2, 3, 1, 2, 3]);
   });
 
@@ -103,12 +117,13 @@ describe("an event's life on the real local stack", () => {
       delaySeconds: 0,
       payload: { fatal: true },
     });
-    const dead = await eventually(() => statusOf(event.id, "dead"), 15_000, "dead letter");
+    const dead = await eventually(() => statusOf(tenant, event.id, "dead"), 15_000, "dead letter");
     expect(dead.attempts).toBe(1);
     expect(rec.runsOf(event.id)).toHaveLength(1);
   });
 
   it("reschedules a pending event and refuses to reschedule a finished one", async () => {
+    const tenant = freshTenant("move");
     const { event } = await hg.events.schedule(tenant, {
       type: "test.record",
       delaySeconds: 3_600,
@@ -116,9 +131,31 @@ describe("an event's life on the real local stack", () => {
     });
     const moved = await hg.events.reschedule(tenant, event.id, { delaySeconds: 1 });
     expect(moved.runAt).toBeLessThan(event.runAt);
-    await eventually(() => statusOf(event.id, "succeeded"), 15_000, "success");
+    await eventually(() => statusOf(tenant, event.id, "succeeded"), 15_000, "success");
     await expect(hg.events.reschedule(tenant, event.id, { delaySeconds: 5 })).rejects.toBeInstanceOf(
       EventStateConflictError,
     );
   });
+
+  it("drops the message already queued for the old time, and runs a rescheduled event once, at its new time", async () => {
+    const tenant = freshTenant("stale");
+    // Inside the look-ahead: its message (gen 1, due in 1.5 s) is in SQS at once.
+    const { event } = await hg.events.schedule(tenant, {
+      type: "test.record",
+      delaySeconds: 1.5,
+      payload: {},
+    });
+    expect((await hg.events.get(tenant, event.id)).status).toBe("dispatched");
+    const moved = await hg.events.reschedule(tenant, event.id, { delaySeconds: 4 });
+    expect(moved.runAt).toBeGreaterThan(event.runAt + 2_000);
+    // The stale message arrives first and must be dropped; the new one runs the event.
+    await eventually(() => statusOf(tenant, event.id, "succeeded"), 15_000, "success");
+    // Until the old message's lease would have run out: nothing runs it a second time.
+    await new Promise((done) =>
+      setTimeout(done, Math.max(0, event.runAt + hg.config.dispatchLeaseMs - Date.now())),
+    );
+    const runs = rec.runsOf(event.id);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]!.startedAt).toBeGreaterThanOrEqual(moved.runAt);
+  }, 30_000);
 });

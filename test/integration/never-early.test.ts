@@ -45,15 +45,96 @@ describe("never early", () => {
               20_000,
               "every event to run",
             );
-            for (const id of ids) {
-              for (const run of rec.runsOf(id)) expect(run.startedAt).toBeGreaterThanOrEqual(run.runAt);
-            }
+            // Against the time the event was scheduled for, not the runAt its message carried.
+            ids.forEach((id, i) => {
+              for (const run of rec.runsOf(id))
+                expect(run.startedAt).toBeGreaterThanOrEqual(now + offsets[i]!);
+            });
           },
         ),
         { numRuns: 3 },
       );
     } finally {
       await runtime.stop();
+    }
+  });
+
+  it("holds against the scheduled time when every message claims to be due now: stale, rescheduled and repeated messages", async () => {
+    // Only start.lua's time check stands between these messages and an early start: each one is
+    // delivered at once, its runAt rewritten to "now" (as a skewed or stale sender would write it),
+    // and every message is delivered a second time after the reschedules made some of them stale.
+    const skewed = recorder("test.skewed");
+    const pending: Promise<unknown>[] = [];
+    const sent: DispatchMessage[] = [];
+    let worker: TestHourglass["worker"] | undefined;
+    const deliver = (message: DispatchMessage) =>
+      pending.push(worker!.process({ ...message, runAt: Date.now() }));
+    const transport: Transport = {
+      async send(messages: readonly DispatchMessage[]) {
+        for (const message of messages) {
+          sent.push(message);
+          deliver(message);
+        }
+        return { sent: messages.length, failed: [] };
+      },
+    };
+    const skewedHg = await testHourglass(
+      { HOURGLASS_JOURNAL: "false" },
+      { handlers: [skewed.handler], transport: () => transport },
+    );
+    worker = skewedHg.worker;
+    let round = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(
+            fc.tuple(fc.integer({ min: 0, max: 1_500 }), fc.option(fc.integer({ min: 1, max: 1_500 }))),
+            {
+              minLength: 1,
+              maxLength: 10,
+            },
+          ),
+          async (plans) => {
+            const tenant = `skewed${round++}`;
+            const now = Date.now();
+            const scheduledFor = new Map<string, number>();
+            await skewedHg.events.scheduleBatch(
+              tenant,
+              plans.map(([offset], i) => {
+                scheduledFor.set(`${tenant}-${i}`, now + offset);
+                return {
+                  id: `${tenant}-${i}`,
+                  type: "test.skewed",
+                  payload: {},
+                  runAt: new Date(now + offset).toISOString(),
+                };
+              }),
+            );
+            for (const [i, [offset, later]] of plans.entries()) {
+              if (later === null) continue;
+              const runAt = now + offset + later;
+              // An event that already ran (due at once) cannot move: it keeps its first time.
+              const moved = await skewedHg.events
+                .reschedule(tenant, `${tenant}-${i}`, { runAt: new Date(runAt).toISOString() })
+                .then(
+                  () => true,
+                  () => false,
+                );
+              if (moved) scheduledFor.set(`${tenant}-${i}`, runAt);
+            }
+            for (const message of sent.splice(0)) deliver(message);
+            await Promise.all(pending.splice(0));
+            for (const [id, runAt] of scheduledFor) {
+              const runs = skewed.runsOf(id);
+              expect(runs, id).toHaveLength(1);
+              expect(runs[0]!.startedAt, id).toBeGreaterThanOrEqual(runAt);
+            }
+          },
+        ),
+        { numRuns: 5 },
+      );
+    } finally {
+      await skewedHg.destroy();
     }
   });
 

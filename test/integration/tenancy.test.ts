@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { memberOf, shardKeys, shardOf } from "../../shared/engine/keys.ts";
 import { recorder } from "../support/recorder.ts";
 import { useApiServer } from "../support/server.ts";
 
@@ -70,6 +71,73 @@ describe("tenancy", () => {
     expect((await served.api.call("GET", "/v1/stats", undefined, as("acme"))).json.byStatus.scheduled).toBe(
       1,
     );
+  });
+});
+
+describe("stats are the caller's own (issue 9)", () => {
+  it("reports another tenant's overdue backlog to nobody else", async () => {
+    const overdue = await served.api.call(
+      "POST",
+      "/v1/events",
+      { id: "late-one", type: "test.record", payload: {}, delaySeconds: 600 },
+      as("acme"),
+    );
+    expect(overdue.status).toBe(201);
+    // No dispatcher runs in this file: move the event's due time a minute into the past, as a
+    // stalled dispatcher would leave it.
+    const { config, redis } = served.hg;
+    const member = memberOf("acme", "late-one");
+    const due = shardKeys(config.keyPrefix, shardOf(member, config.shards)).due;
+    expect(await redis.zadd(due, "XX", "CH", Date.now() - 60_000, member)).toBe(1);
+    const mine = await served.api.call("GET", "/v1/stats", undefined, as("acme"));
+    expect(mine.json.oldestOverdueMs).toBeGreaterThanOrEqual(59_000);
+    const theirs = await served.api.call("GET", "/v1/stats", undefined, as("globex"));
+    expect(theirs.json.oldestOverdueMs).toBe(0);
+    await served.api.call("DELETE", "/v1/events/late-one", undefined, as("acme"));
+  });
+});
+
+describe("webhook signing secrets (issue 9)", () => {
+  it("gives each tenant its own whsec_ secret, and only its own", async () => {
+    const acme = await served.api.call("GET", "/v1/webhook-secret", undefined, as("acme"));
+    const globex = await served.api.call("GET", "/v1/webhook-secret", undefined, as("globex"));
+    expect(acme.status).toBe(200);
+    expect(acme.json.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(globex.json.secret).toMatch(/^whsec_/);
+    expect(globex.json.secret).not.toBe(acme.json.secret);
+    expect((await served.api.call("GET", "/v1/webhook-secret")).status).toBe(401);
+  });
+
+  it("rotates with an overlap in which the previous secret is still handed out and signs", async () => {
+    const before = await served.api.call("GET", "/v1/webhook-secret", undefined, as("acme"));
+    const rotated = await served.api.call(
+      "POST",
+      "/v1/webhook-secret/rotate",
+      { overlapSeconds: 3600 },
+      as("acme"),
+    );
+    expect(rotated.status).toBe(200);
+    expect(rotated.json.generation).toBe(before.json.generation + 1);
+    expect(rotated.json.secret).not.toBe(before.json.secret);
+    expect(rotated.json.previous.secret).toBe(before.json.secret);
+    expect(Date.parse(rotated.json.previous.expiresAt) - Date.now()).toBeGreaterThan(3_500_000);
+    // Read back from DynamoDB, as another process (the worker) would.
+    const after = await served.api.call("GET", "/v1/webhook-secret", undefined, as("acme"));
+    expect(after.json.secret).toBe(rotated.json.secret);
+    const signing = await served.hg.signing.signingSecretsFor("acme");
+    expect(signing.current).toBe(rotated.json.secret);
+    expect(signing.previous?.secret).toBe(before.json.secret);
+    // The other tenant's secret did not move.
+    const globex = await served.api.call("GET", "/v1/webhook-secret", undefined, as("globex"));
+    expect(globex.json.generation).toBe(0);
+    // A rotation without a body takes the default overlap; a too-short one is refused.
+    expect((await served.api.call("POST", "/v1/webhook-secret/rotate", undefined, as("globex"))).status).toBe(
+      200,
+    );
+    expect(
+      (await served.api.call("POST", "/v1/webhook-secret/rotate", { overlapSeconds: 1 }, as("globex")))
+        .status,
+    ).toBe(422);
   });
 });
 

@@ -1,12 +1,39 @@
-import { createHmac } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AddressPolicy } from "../../shared/handlers/address-guard.ts";
 import { ForbiddenAddressError, NonRetryableError } from "../../shared/handlers/errors.ts";
 import type { HandlerContext } from "../../shared/handlers/registry.ts";
+import {
+  deriveTenantSecret,
+  type SigningState,
+  type SigningStateStore,
+  WebhookSigning,
+} from "../../shared/handlers/signing.ts";
 import { webhookHandler, webhookPayload } from "../../shared/handlers/webhook.ts";
 import { silentLogger } from "../../shared/logger.ts";
 
-const secret = "a-test-secret-of-enough-length";
+const master = "a-test-master-secret-of-enough-length";
+
+/** Rotation state in memory: the DynamoDB store is exercised by the API test. */
+class MemoryStore implements SigningStateStore {
+  readonly states = new Map<string, SigningState>();
+  async get(tenant: string) {
+    return this.states.get(tenant) ?? { generation: 0 };
+  }
+  async rotate(tenant: string, previousUntil: number, now: number) {
+    const next = { generation: (await this.get(tenant)).generation + 1, rotatedAt: now, previousUntil };
+    this.states.set(tenant, next);
+    return next;
+  }
+}
+const store = new MemoryStore();
+const signing = new WebhookSigning(master, store, Date.now, 0);
+const policy = (allowPrivate: boolean): AddressPolicy => ({
+  allowPrivate,
+  allowLoopback: allowPrivate,
+  refusedPorts: new Set(),
+});
 let server: Server;
 let base: string;
 let reply: { status: number; delayMs?: number } = { status: 200 };
@@ -33,22 +60,29 @@ afterAll(() => {
   server.close();
 });
 
-const context = (signal = new AbortController().signal): HandlerContext => ({
+const context = (tenant = "t", signal = new AbortController().signal): HandlerContext => ({
   id: "evt-1",
-  tenant: "t",
+  tenant,
   attempt: 2,
   runAt: new Date(),
   logger: silentLogger,
   signal,
 });
 
-const run = (payload: unknown, options = { allowPrivate: true, timeoutMs: 2_000 }) => {
-  const handler = webhookHandler({ secret, ...options });
-  return handler.run(webhookPayload.parse(payload), context());
+const run = (payload: unknown, options = { allowPrivate: true, timeoutMs: 2_000 }, tenant = "t") => {
+  const handler = webhookHandler({
+    signing,
+    policy: policy(options.allowPrivate),
+    timeoutMs: options.timeoutMs,
+  });
+  return handler.run(webhookPayload.parse(payload), context(tenant));
 };
 
+const headersOf = (request: { headers: IncomingHttpHeaders }) =>
+  Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, String(v)]));
+
 describe("the webhook handler", () => {
-  it("sends the body with the event id, attempt and a verifiable signature", async () => {
+  it("sends the body, signed on the Standard Webhooks spec with the tenant's own secret", async () => {
     reply = { status: 204 };
     received.length = 0;
     await run({ url: `${base}/hook`, body: { orderId: 42 }, headers: { "x-custom": "yes" } });
@@ -57,12 +91,57 @@ describe("the webhook handler", () => {
     expect(request!.body).toBe('{"orderId":42}');
     expect(request!.headers["content-type"]).toBe("application/json");
     expect(request!.headers["x-custom"]).toBe("yes");
+    // Information only, beside the signed webhook-id.
     expect(request!.headers["hourglass-event-id"]).toBe("evt-1");
     expect(request!.headers["hourglass-attempt"]).toBe("2");
-    const [, t, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(request!.headers["hourglass-signature"]))!;
-    const expected = createHmac("sha256", secret).update(`${t}.${request!.body}`).digest("hex");
-    expect(v1).toBe(expected);
-    expect(Math.abs(Number(t) - Date.now() / 1000)).toBeLessThan(5);
+    expect(request!.headers["webhook-id"]).toBe("evt-1");
+    expect(request!.headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/=]+$/);
+    // A receiver verifies with the standardwebhooks package and the tenant's secret.
+    const mine = new Webhook(deriveTenantSecret(master, "t", 0));
+    expect(mine.verify(request!.body, headersOf(request!))).toEqual({ orderId: 42 });
+    // Another tenant's secret does not verify it: tenant A cannot sign for tenant B's receiver.
+    const theirs = new Webhook(deriveTenantSecret(master, "other", 0));
+    expect(() => theirs.verify(request!.body, headersOf(request!))).toThrow();
+    // Id, timestamp and body are all signed: a changed id or body fails.
+    expect(() => mine.verify(request!.body, { ...headersOf(request!), "webhook-id": "evt-2" })).toThrow();
+    expect(() => mine.verify('{"orderId":43}', headersOf(request!))).toThrow();
+  });
+
+  it("keeps webhook-id stable across attempts and lets no payload header forge a signed one", async () => {
+    reply = { status: 204 };
+    received.length = 0;
+    await run({
+      url: `${base}/hook`,
+      body: "x",
+      headers: { "Webhook-Id": "forged", "webhook-signature": "v1,forged", "Hourglass-Event-Id": "forged" },
+    });
+    const [request] = received;
+    expect(request!.headers["webhook-id"]).toBe("evt-1");
+    expect(request!.headers["hourglass-event-id"]).toBe("evt-1");
+    expect(request!.headers["webhook-signature"]).not.toContain("forged");
+  });
+
+  it("signs with both secrets during a rotation's overlap, and each verifies", async () => {
+    reply = { status: 204 };
+    received.length = 0;
+    const tenant = "rotating";
+    await signing.rotate(tenant, 60_000);
+    await run({ url: `${base}/hook`, body: { n: 1 } }, undefined, tenant);
+    const [request] = received;
+    const signatures = String(request!.headers["webhook-signature"]).split(" ");
+    expect(signatures).toHaveLength(2);
+    for (const generation of [0, 1]) {
+      const receiver = new Webhook(deriveTenantSecret(master, tenant, generation));
+      expect(receiver.verify(request!.body, headersOf(request!))).toEqual({ n: 1 });
+    }
+    // After the overlap only the new secret signs.
+    store.states.set(tenant, { generation: 1, rotatedAt: 0, previousUntil: Date.now() - 1 });
+    received.length = 0;
+    await run({ url: `${base}/hook`, body: { n: 2 } }, undefined, tenant);
+    expect(String(received[0]!.headers["webhook-signature"]).split(" ")).toHaveLength(1);
+    expect(() =>
+      new Webhook(deriveTenantSecret(master, tenant, 0)).verify(received[0]!.body, headersOf(received[0]!)),
+    ).toThrow();
   });
 
   it("retries a 429 or 5xx, and dead-letters any other 4xx", async () => {
@@ -96,6 +175,28 @@ describe("the webhook handler", () => {
       expect(error, host).toBeInstanceOf(ForbiddenAddressError);
     }
     expect(received).toHaveLength(0);
+  });
+
+  it("never names the address a refused host resolved to", async () => {
+    const port = new URL(base).port;
+    const error = await run(
+      { url: `http://localhost:${port}/hook` },
+      { allowPrivate: false, timeoutMs: 1_000 },
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ForbiddenAddressError);
+    expect((error as Error).message).toContain("localhost");
+    expect((error as Error).message).not.toMatch(/127\.0\.0\.1|::1/);
+  });
+
+  it("keeps the resolved address out of a failed connection's error", async () => {
+    const closed = createServer();
+    await new Promise<void>((done) => closed.listen(0, "127.0.0.1", done));
+    const { port } = closed.address() as { port: number };
+    await new Promise((done) => closed.close(done));
+    const error = await run({ url: `http://localhost:${port}/hook` }).catch((e: unknown) => e);
+    expect(error).not.toBeInstanceOf(NonRetryableError);
+    expect((error as Error).message).toMatch(/ECONNREFUSED/);
+    expect((error as Error).message).not.toMatch(/127\.0\.0\.1|::1/);
   });
 
   it("refuses the metadata endpoint even when private targets are allowed", async () => {

@@ -3,15 +3,41 @@ import { promisify } from "node:util";
 
 const run = promisify(execFile);
 
+/** Generous: each run loads tsx and transpiles the CLI, slow on a loaded two-core machine. */
+const CLI_TIMEOUT_MS = 120_000;
+
 /** Runs the `hourglass` CLI as a child process against `base`; never throws, returns the exit code. */
-export async function runCli(base: string, ...args: string[]) {
+export function runCli(base: string, ...args: string[]) {
+  return runCliWith({}, base, ...args);
+}
+
+/** As `runCli`, with extra environment variables (NO_COLOR, …). */
+export async function runCliWith(env: Record<string, string>, base: string, ...args: string[]) {
   try {
     const { stdout, stderr } = await run("node", ["scripts/hourglass.mjs", "--url", base, ...args], {
-      timeout: 30_000,
+      timeout: CLI_TIMEOUT_MS,
+      env: { ...process.env, ...env },
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
     return { code: e.code, stdout: e.stdout, stderr: e.stderr };
   }
+}
+
+/**
+ * Runs the CLI on a pseudo-terminal (util-linux `script`), as a person at a terminal would: stdout
+ * is a TTY there. Returns what the terminal showed.
+ */
+export async function runCliOnTerminal(env: Record<string, string>, base: string, ...args: string[]) {
+  const quoted = ["node", "scripts/hourglass.mjs", "--url", base, ...args]
+    .map((a) => `'${a.replaceAll("'", "'\\''")}'`)
+    .join(" ");
+  // A person's terminal: without CI, which makes cli-table3's colour library switch colour off.
+  const { CI: _ci, ...personal } = process.env;
+  const { stdout } = await run("script", ["-qec", quoted, "/dev/null"], {
+    timeout: CLI_TIMEOUT_MS,
+    env: { ...personal, ...env },
+  });
+  return stdout;
 }

@@ -2,6 +2,10 @@ import { type RunningStack, startLocalStack, useLocalEndpoints } from "../../sha
 
 let stack: RunningStack | undefined;
 
+// The SDK's Node 20 notice (README, "Node versions") once per test worker is noise in a passing run.
+// Its own switch; the test workers inherit it.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+
 /** Starts (or reuses) the embedded stand-ins once for the whole run; workers inherit the endpoints. */
 export async function setup(): Promise<void> {
   stack = await startLocalStack({

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { encodeBody } from "../../shared/engine/body.ts";
 import { ScriptCode } from "../../shared/engine/codes.ts";
-import type { RedisIndex } from "../../shared/engine/redis-index.ts";
+import { REDIS_TIME, type RedisIndex } from "../../shared/engine/redis-index.ts";
 
 /**
  * The behaviour every Lua script promises, run against a real Redis: a single node in one file,
@@ -91,6 +91,7 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       expect(await index.start(message, T0 + 499, LEASE)).toEqual({
         code: ScriptCode.EARLY,
         runAt: T0 + 500,
+        now: T0 + 499,
       });
       expect(await index.start({ ...message, gen: 2 }, T0 + 600, LEASE)).toMatchObject({
         code: ScriptCode.STALE,
@@ -101,6 +102,19 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       expect(await index.ack(message)).toEqual({ code: ScriptCode.OK });
       expect(await index.start(message, T0 + 502, LEASE)).toEqual({ code: ScriptCode.NOT_FOUND });
       expect(await index.inspect(member)).toBeUndefined();
+    });
+
+    it("judges early by the Redis server's clock when the caller asks for REDIS_TIME", async () => {
+      const index = getIndex();
+      await ready(index);
+      const member = `${fresh()}/clock`;
+      const runAt = Date.now() + 60_000;
+      await index.schedule([{ member, runAt, body: body() }], runAt, runAt, LEASE);
+      const message = { member, shard: index.shardOf(member), gen: 1, runAt, attempt: 0 };
+      const early = await index.start(message, REDIS_TIME, LEASE);
+      expect(early).toMatchObject({ code: ScriptCode.EARLY, runAt });
+      const serverNow = (early as { now: number }).now;
+      expect(Math.abs(serverNow - Date.now())).toBeLessThan(5_000);
     });
 
     it("redelivers an expired lease under a new gen, so the old message is stale", async () => {
@@ -138,7 +152,7 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       expect(await index.start(m2, T0 + 5_000, LEASE)).toMatchObject({ code: ScriptCode.OK, attempt: 2 });
       expect(await index.bury(m2, T0 + 6_000)).toEqual({ code: ScriptCode.OK });
       expect(await index.inspect(member)).toMatchObject({ status: "dead", attempt: 2 });
-      expect(await index.cancel(member)).toEqual({ code: ScriptCode.CONFLICT, status: "dead" });
+      expect(await index.cancel(member, T0)).toEqual({ code: ScriptCode.CONFLICT, status: "dead" });
       expect(await index.revive(member, T0 + 7_000)).toEqual({ code: ScriptCode.OK });
       expect(await index.inspect(member)).toMatchObject({
         status: "scheduled",
@@ -173,10 +187,10 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       };
       await index.start(runningMessage, T0, LEASE);
 
-      expect(await index.cancel(waiting)).toEqual({ code: ScriptCode.OK, previous: "scheduled" });
-      expect(await index.cancel(queued)).toEqual({ code: ScriptCode.OK, previous: "dispatched" });
-      expect(await index.cancel(running)).toEqual({ code: ScriptCode.CONFLICT, status: "running" });
-      expect(await index.cancel(`${tenant}/never`)).toEqual({ code: ScriptCode.NOT_FOUND });
+      expect(await index.cancel(waiting, T0)).toEqual({ code: ScriptCode.OK, previous: "scheduled" });
+      expect(await index.cancel(queued, T0)).toEqual({ code: ScriptCode.OK, previous: "dispatched" });
+      expect(await index.cancel(running, T0)).toEqual({ code: ScriptCode.CONFLICT, status: "running" });
+      expect(await index.cancel(`${tenant}/never`, T0)).toEqual({ code: ScriptCode.NOT_FOUND });
       const queuedMessage = { member: queued, shard: index.shardOf(queued), gen: 1, runAt: T0, attempt: 0 };
       expect(await index.start(queuedMessage, T0 + 1, LEASE)).toEqual({ code: ScriptCode.NOT_FOUND });
     });
@@ -189,12 +203,14 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       const old = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
       expect(await index.reschedule(member, T0 + 100_000, T0, T0 + 5_000, LEASE)).toEqual({
         code: ScriptCode.SCHEDULED,
+        version: 1,
       });
       expect(await index.start(old, T0 + 1, LEASE)).toMatchObject({ code: ScriptCode.STALE });
       expect(await index.reschedule(member, T0 + 2_000, T0, T0 + 5_000, LEASE)).toEqual({
         code: ScriptCode.DISPATCHED,
         attempt: 0,
         gen: 3,
+        version: 2,
       });
       await index.start({ ...old, gen: 3, runAt: T0 + 2_000 }, T0 + 2_000, LEASE);
       expect(await index.reschedule(member, T0 + 9_000, T0 + 2_001, T0 + 5_000, LEASE)).toEqual({
@@ -212,8 +228,8 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       await index.schedule([{ member: kept, runAt: T0, body: body() }], T0 - 10_000, T0 - 10_000, LEASE);
       const codes = await index.restore(
         [
-          { member: kept, runAt: T0, body: body(), attempt: 0, status: "scheduled" },
-          { member: lost, runAt: T0, body: body(), attempt: 2, status: "retrying" },
+          { member: kept, runAt: T0, body: body(), attempt: 0, status: "scheduled", version: 0 },
+          { member: lost, runAt: T0, body: body(), attempt: 2, status: "retrying", version: 0 },
         ],
         T0,
       );
@@ -222,6 +238,168 @@ export function indexContract(getIndex: () => RedisIndex, fresh: () => string) {
       const claimed = (await claimAll(index, T0, T0)).find((c) => c.member === lost)!;
       expect(claimed.gen).toBe(T0 + 1);
       expect(claimed.attempt).toBe(2);
+    });
+
+    it("revives a dead letter only if it died before the journal's replay, and can lease it on the spot", async () => {
+      const index = getIndex();
+      await ready(index);
+      const member = `${fresh()}/dead`;
+      await index.schedule([{ member, runAt: T0, body: body() }], T0, T0, LEASE);
+      const m1 = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
+      await index.start(m1, T0, LEASE);
+      await index.bury(m1, T0 + 1_000);
+      // A journal read older than the death must not bring it back.
+      expect(await index.revive(member, T0 + 2_000, { diedBefore: T0 + 999 })).toEqual({
+        code: ScriptCode.STALE,
+        status: "dead",
+      });
+      const direct = { now: T0 + 2_000, dispatchUntil: T0 + 7_000, leaseMs: LEASE };
+      expect(await index.revive(member, T0 + 2_000, { diedBefore: T0 + 1_000, direct })).toEqual({
+        code: ScriptCode.DISPATCHED,
+        gen: 2,
+      });
+      expect(await index.inspect(member)).toMatchObject({ status: "dispatched", attempt: 0, gen: 2 });
+      expect(await index.revive(member, T0 + 2_000)).toEqual({
+        code: ScriptCode.CONFLICT,
+        status: "dispatched",
+      });
+    });
+
+    it("gives back the lease of an unsent dispatch, and only the dispatch that holds it", async () => {
+      const index = getIndex();
+      await ready(index);
+      const member = `${fresh()}/unsent`;
+      await index.schedule([{ member, runAt: T0, body: body() }], T0, T0, LEASE);
+      const m1 = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
+      expect(await index.release([{ ...m1, gen: 7 }], T0 + 1)).toEqual([ScriptCode.STALE]);
+      expect(await index.release([m1], T0 + 1)).toEqual([ScriptCode.OK]);
+      const [again] = await claimShard(index, m1.shard, T0 + 2);
+      expect(again).toMatchObject({ member, gen: 2, redelivered: true });
+    });
+
+    it("sends a retry due within the window straight back to the lease, with a new gen", async () => {
+      const index = getIndex();
+      await ready(index);
+      const member = `${fresh()}/soon`;
+      await index.schedule([{ member, runAt: T0, body: body() }], T0, T0, LEASE);
+      const m1 = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
+      await index.start(m1, T0, LEASE);
+      const direct = { now: T0 + 10, dispatchUntil: T0 + 5_000, leaseMs: LEASE };
+      expect(await index.retry(m1, T0 + 1_000, direct)).toEqual({ code: ScriptCode.DISPATCHED, gen: 2 });
+      expect(await index.inspect(member)).toMatchObject({
+        status: "dispatched",
+        attempt: 1,
+        runAt: T0 + 1_000,
+      });
+    });
+
+    it("expires dead letters older than the cutoff, counters included", async () => {
+      const index = getIndex();
+      await ready(index);
+      const tenant = fresh();
+      const members = [`${tenant}/old`, `${tenant}/young`];
+      await index.schedule(
+        members.map((member) => ({ member, runAt: T0, body: body() })),
+        T0,
+        T0,
+        LEASE,
+      );
+      for (const [i, member] of members.entries()) {
+        const m = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
+        await index.start(m, T0, LEASE);
+        await index.bury(m, T0 + i * 10_000);
+      }
+      for (let shard = 0; shard < index.shards; shard++) await index.expire(shard, T0 + 5_000, 100);
+      expect(await index.inspect(members[0]!)).toBeUndefined();
+      expect(await index.inspect(members[1]!)).toMatchObject({ status: "dead" });
+      const stats = await Promise.all(Array.from({ length: index.shards }, (_, s) => index.shardStats(s)));
+      expect(stats.reduce((sum, s) => sum + (s.counters[`${tenant}|test.record|dead`] ?? 0), 0)).toBe(1);
+    });
+
+    it("expires confirmed cancel tombstones older than the cutoff, never unconfirmed ones", async () => {
+      const index = getIndex();
+      await ready(index);
+      const tenant = fresh();
+      const [old, unconfirmed, young] = [`${tenant}/old`, `${tenant}/unconfirmed`, `${tenant}/young`];
+      await index.schedule(
+        [old, unconfirmed, young].map((member) => ({ member, runAt: T0 + 600_000, body: body() })),
+        T0,
+        T0,
+        LEASE,
+      );
+      for (const member of [old, unconfirmed, young]) await index.cancel(member, T0);
+      await index.confirmCancel(old, T0);
+      await index.confirmCancel(young, T0 + 10_000);
+      for (let shard = 0; shard < index.shards; shard++) await index.expire(shard, T0 + 5_000, 100);
+      const tombstone = (member: string) =>
+        index.client.zscore(index.keys(index.shardOf(member)).cancelled, member);
+      expect(await tombstone(old)).toBeNull();
+      expect(await tombstone(unconfirmed)).not.toBeNull();
+      expect(await tombstone(young)).not.toBeNull();
+      const entry = (member: string) => ({
+        member,
+        runAt: T0,
+        body: body(),
+        attempt: 0,
+        status: "scheduled" as const,
+        version: 0,
+      });
+      expect(await index.restore([entry(old), entry(unconfirmed), entry(young)], T0 + 20_000)).toEqual([
+        ScriptCode.RESTORED,
+        ScriptCode.TOMBSTONED,
+        ScriptCode.TOMBSTONED,
+      ]);
+    });
+
+    it("revive and a direct retry keep the entry's version, and revive answers CONFLICT for unreadable meta", async () => {
+      const index = getIndex();
+      await ready(index);
+      const tenant = fresh();
+      const [dead, running, garbled] = [`${tenant}/dead`, `${tenant}/running`, `${tenant}/garbled`];
+      await index.schedule(
+        [dead, running, garbled].map((member) => ({ member, runAt: T0, body: body() })),
+        T0,
+        T0,
+        LEASE,
+      );
+      const metaOf = (member: string) => index.client.hget(index.keys(index.shardOf(member)).meta, member);
+      for (const member of [dead, running]) {
+        const m = { member, shard: index.shardOf(member), gen: 1, runAt: T0, attempt: 0 };
+        await index.start(m, T0, LEASE);
+        // A version, as a versioned reschedule leaves it (status|attempt|gen|runAt|version).
+        await index.client.hset(index.keys(m.shard).meta, member, `running|1|1|${T0}|7`);
+        if (member === dead) await index.bury(m, T0 + 1_000);
+      }
+      await index.client.hset(index.keys(index.shardOf(garbled)).meta, garbled, "dead|x|1|");
+      const direct = { now: T0 + 2_000, dispatchUntil: T0 + 60_000, leaseMs: LEASE };
+
+      expect(await index.revive(dead, T0 + 2_000, { direct })).toEqual({
+        code: ScriptCode.DISPATCHED,
+        gen: 2,
+      });
+      expect(await metaOf(dead)).toBe(`dispatched|0|2|${T0 + 2_000}|7`);
+      expect(await index.revive(garbled, T0 + 2_000, { direct })).toEqual({
+        code: ScriptCode.CONFLICT,
+        status: "unreadable",
+      });
+
+      const m = { member: running, shard: index.shardOf(running), gen: 1, runAt: T0, attempt: 1 };
+      expect(await index.retry(m, T0 + 3_000, direct)).toMatchObject({ code: ScriptCode.DISPATCHED, gen: 2 });
+      expect(await metaOf(running)).toBe(`dispatched|1|2|${T0 + 3_000}|7`);
+    });
+
+    it("keeps a rebuild's cursor beside an epoch that lets claims go on, and clears it when done", async () => {
+      const index = getIndex();
+      const shard = index.shards - 1;
+      await index.client.del(index.keys(shard).epoch);
+      await index.startRebuild(shard, T0);
+      expect(await index.hasEpoch(shard)).toBe(true);
+      expect(await index.rebuildCursor(shard)).toBe("");
+      await index.saveRebuildCursor(shard, "page-2");
+      expect(await index.rebuildCursor(shard)).toBe("page-2");
+      await index.finishRebuild(shard, T0);
+      expect(await index.rebuildCursor(shard)).toBeUndefined();
+      expect(await index.hasEpoch(shard)).toBe(true);
     });
 
     it("claims the due few among many pending without touching the rest", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../shared/config.ts";
+import { WebhookSigning } from "../../shared/handlers/signing.ts";
 
 describe("loadConfig", () => {
   it("gives local defaults: a one-second tick, a five-second look-ahead, private webhooks allowed", () => {
@@ -22,18 +23,70 @@ describe("loadConfig", () => {
     expect(config.webhook.allowPrivate).toBe(false);
   });
 
-  it("names the variable that is wrong", () => {
+  it("names the variable that is wrong", async () => {
     expect(() => loadConfig({ HOURGLASS_SHARDS: "zero" })).toThrow(/HOURGLASS_SHARDS/);
     expect(() => loadConfig({ HOURGLASS_REDIS_URL: "not a url" })).toThrow(/HOURGLASS_REDIS_URL/);
     expect(() => loadConfig({ HOURGLASS_LOOKAHEAD_SECONDS: "901" })).toThrow(/HOURGLASS_LOOKAHEAD_SECONDS/);
-    expect(() => loadConfig({ HOURGLASS_MODE: "aws" })).toThrow(ConfigError);
-    expect(() => loadConfig({ HOURGLASS_MODE: "aws" })).toThrow(/HOURGLASS_WEBHOOK_SECRET/);
+    // The dispatcher runs without the webhook secret; signing without it fails naming the variable.
+    expect(loadConfig({ HOURGLASS_MODE: "aws" }).webhook.secret).toBeUndefined();
+    const unsigned = new WebhookSigning(undefined, undefined);
+    await expect(unsigned.secretsFor("t")).rejects.toThrow(ConfigError);
+    await expect(unsigned.signingSecretsFor("t")).rejects.toThrow(/HOURGLASS_WEBHOOK_SECRET/);
     expect(() => loadConfig({ HOURGLASS_API_TOKENS: "acme:short" })).toThrow(/HOURGLASS_API_TOKENS/);
+  });
+
+  it("says what a good value looks like, for the settings npm start reads too", () => {
+    expect(() => loadConfig({ HOURGLASS_TICK_MS: "abc" })).toThrow(
+      "HOURGLASS_TICK_MS: a whole number from 50 to 300000",
+    );
+    expect(() => loadConfig({ HOURGLASS_REDIS_URL: "http://127.0.0.1:6379" })).toThrow(
+      /HOURGLASS_REDIS_URL: a URL starting with redis:\/\/ or rediss:\/\//,
+    );
+    expect(() => loadConfig({ AWS_ENDPOINT_URL_SQS: "localhost:4566" })).toThrow(/AWS_ENDPOINT_URL_SQS/);
+    expect(() => loadConfig({ HOURGLASS_DYNAMODB_PORT: "70000" })).toThrow(/HOURGLASS_DYNAMODB_PORT/);
+    const config = loadConfig({
+      AWS_ENDPOINT_URL_DYNAMODB: "http://127.0.0.1:4566",
+      HOURGLASS_SQS_PORT: "4600",
+    });
+    expect(config.local).toMatchObject({ dynamoPort: 8000, sqsPort: 4600, external: ["dynamodb"] });
   });
 
   it("parses API tokens into a token → tenant map", () => {
     const config = loadConfig({ HOURGLASS_API_TOKENS: "acme:0123456789abcdef,globex:fedcba9876543210" });
     expect(config.apiTokens.get("0123456789abcdef")).toBe("acme");
     expect(config.apiTokens.get("fedcba9876543210")).toBe("globex");
+  });
+});
+
+describe("webhook targets (issue 9)", () => {
+  const tokens = { HOURGLASS_API_TOKENS: "a:aaaaaaaaaaaaaaaaaaaa,b:bbbbbbbbbbbbbbbbbbbb" };
+
+  it("turns private targets off by default once API tokens make the process multi-tenant", () => {
+    expect(loadConfig(tokens).webhook.allowPrivate).toBe(false);
+    expect(loadConfig(tokens).webhook.allowLoopback).toBe(false);
+    expect(loadConfig({ ...tokens, HOURGLASS_WEBHOOK_ALLOW_PRIVATE: "true" }).webhook.allowPrivate).toBe(
+      true,
+    );
+  });
+
+  it("never allows loopback on AWS, where it is the Lambda Runtime API, even with private targets on", () => {
+    const config = loadConfig({
+      AWS_LAMBDA_FUNCTION_NAME: "worker",
+      HOURGLASS_WEBHOOK_SECRET: "s".repeat(32),
+      HOURGLASS_WEBHOOK_ALLOW_PRIVATE: "true",
+    });
+    expect(config.webhook.allowPrivate).toBe(true);
+    expect(config.webhook.allowLoopback).toBe(false);
+  });
+
+  it("refuses the embedded stack's ports and the API's own port locally, whatever else is allowed", () => {
+    const config = loadConfig({
+      HOURGLASS_REDIS_URL: "redis://127.0.0.1:6390",
+      AWS_ENDPOINT_URL_DYNAMODB: "http://127.0.0.1:8001",
+      AWS_ENDPOINT_URL_SQS: "http://127.0.0.1:4567",
+      PORT: "3100",
+    });
+    expect([...config.webhook.refusedPorts].sort()).toEqual([16390, 3100, 4567, 6390, 8001].sort());
+    expect([...loadConfig({}).webhook.refusedPorts].sort()).toEqual([16379, 3000, 4566, 6379, 8000].sort());
   });
 });

@@ -7,7 +7,8 @@
 
   Returns two fields per event, in order:
     0, ""        OK
-    5, status    STALE: not running under this gen (cancelled, superseded); nothing changed
+    5, status    STALE: not running under this gen (cancelled, superseded), or status "unreadable"
+                 (its meta cannot be read: the next claim quarantines it); nothing changed
     4, ""        NOT_FOUND
 ]]
 -- @include state
@@ -25,6 +26,8 @@ for i = 1, #ARGV, 2 do
     local status, _, gen = readMeta(KEYS[3], member, 0)
     if acked[member] then
       out[#out + 1] = 5; out[#out + 1] = "succeeded"
+    elseif not status then
+      out[#out + 1] = 5; out[#out + 1] = "unreadable"
     elseif status ~= "running" or gen ~= tonumber(ARGV[i + 1]) then
       out[#out + 1] = 5; out[#out + 1] = status
     else

@@ -6,7 +6,7 @@
 
   Returns:
     {0, status, attempt, gen, runAt, body}   OK
-    {4}                                      NOT_FOUND
+    {4}                                      NOT_FOUND (or unreadable: the next claim quarantines it)
 ]]
 -- @include state
 
@@ -17,4 +17,7 @@ if not body then
 end
 local dueScore = redis.call("ZSCORE", KEYS[1], member)
 local status, attempt, gen, runAt = readMeta(KEYS[4], member, tonumber(dueScore or 0))
+if not status then
+  return {4}
+end
 return {0, status, attempt, gen, runAt, body}

@@ -1,32 +1,55 @@
 --[[
-  Re-indexes events from the durable journal after Redis lost them. An event the index already
-  knows is left alone. The gen starts from `now`, so no message sent before the loss can match a
-  dispatch made after it.
+  Re-indexes events from the durable journal after Redis lost them. The gen starts from `now`, so
+  no message sent before the loss can match a dispatch made after it.
 
-  KEYS[1] due   KEYS[2] dead   KEYS[3] body   KEYS[4] meta   KEYS[5] stats
-  ARGV[1] now (ms)
-  ARGV[2..] quintuples: member, runAt (ms), body, attempt, status ("scheduled"|"retrying"|"dead")
+  - An event with a tombstone (cancelled recently, see cancel.lua) is refused: the journal read
+    behind this entry may predate the cancel. A replay (ARGV[2] = "1") is the client's explicit
+    wish to run the event again, so it clears the tombstone instead.
+  - An event the index already knows is left alone, unless it is waiting in `due` under an older
+    version than the journal's: then it moves to the journal's time (a reschedule the index lost).
+  - A quarantined event (see claim.lua) is re-indexed from the journal, and leaves the quarantine.
 
-  Returns one code per event, in order: 10 RESTORED, 11 PRESENT
+  KEYS[1] due   KEYS[2] dead   KEYS[3] body   KEYS[4] meta   KEYS[5] stats   KEYS[6] cancelled
+  KEYS[7] quarantine
+  ARGV[1] now (ms)   ARGV[2] "1" for a replay, else "0"
+  ARGV[3..] sextuples: member, runAt (ms), body, attempt, status ("scheduled"|"retrying"|"dead"),
+            version
+
+  Returns one code per event, in order: 10 RESTORED, 11 PRESENT, 12 TOMBSTONED
 ]]
 -- @include state
 
 local now = tonumber(ARGV[1])
+local replay = ARGV[2] == "1"
 local codes = {}
 
-for i = 2, #ARGV, 5 do
+for i = 3, #ARGV, 6 do
   local member, runAt, body = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
-  local attempt, status = tonumber(ARGV[i + 3]), ARGV[i + 4]
-  if redis.call("HSETNX", KEYS[3], member, body) == 0 then
+  local attempt, status, version = tonumber(ARGV[i + 3]), ARGV[i + 4], tonumber(ARGV[i + 5])
+  if replay then
+    redis.call("ZREM", KEYS[6], member)
+  end
+  if redis.call("ZSCORE", KEYS[6], member) then
+    codes[#codes + 1] = 12
+  elseif redis.call("HSETNX", KEYS[3], member, body) == 0 then
+    local current, currentAttempt, gen, _, currentVersion = readMeta(KEYS[4], member, 0)
+    local waiting = redis.call("ZSCORE", KEYS[1], member)
+    if waiting and (current == "scheduled" or current == "retrying") and currentVersion < version then
+      writeMeta(KEYS[4], member, current, currentAttempt, gen + 1, runAt, version)
+      redis.call("ZADD", KEYS[1], runAt, member)
+    end
     codes[#codes + 1] = 11
   else
-    writeMeta(KEYS[4], member, status, attempt, now, runAt)
+    writeMeta(KEYS[4], member, status, attempt, now, runAt, version)
     if status == "dead" then
       redis.call("ZADD", KEYS[2], now, member)
     else
       redis.call("ZADD", KEYS[1], runAt, member)
     end
     countStats(member, body, false, status)
+    if redis.call("HDEL", KEYS[7], member) == 1 then
+      countStats(member, body, "quarantined", false)
+    end
     codes[#codes + 1] = 10
   end
 end

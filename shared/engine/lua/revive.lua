@@ -1,26 +1,60 @@
 --[[
-  Replays a dead letter: it is scheduled again at `runAt` with its attempts reset.
+  Replays dead letters: each is scheduled again at its `runAt` with its attempts reset. One due
+  within the look-ahead is claimed on the spot (leased, gen + 1), so the caller sends it to the
+  queue at once instead of waiting for a dispatcher tick.
 
-  KEYS[1] due   KEYS[2] dead   KEYS[3] body   KEYS[4] meta   KEYS[5] stats
-  ARGV[1] member   ARGV[2] runAt (ms)
+  A replay writes the journal first and the index second. When the second write is lost (a crash,
+  or a client retry that found the journal already replayed), the journal says pending while the
+  index still says dead; whoever sees that revives the entry. `diedBefore` guards against a stale
+  journal read: an entry that died after the journal's replay (a later death) is left dead.
 
-  Returns: {0} OK, {8, status} CONFLICT (not dead), {4} NOT_FOUND
+  KEYS[1] due   KEYS[2] leased   KEYS[3] dead   KEYS[4] body   KEYS[5] meta   KEYS[6] stats
+  ARGV[1] now (ms)   ARGV[2] dispatchUntil (ms; 0: never claim on the spot)   ARGV[3] dispatch lease (ms)
+  ARGV[4..] triples: member, runAt (ms), diedBefore (ms; 0: no guard)
+
+  Returns three fields per event, in order:
+    0, "", ""          OK: waiting in `due`
+    2, 0, gen          DISPATCHED: leased with this gen; the caller must send it
+    8, status, ""      CONFLICT: not dead ("unreadable" when its meta cannot be read); nothing changed
+    5, "dead", ""      STALE: it died at or after `diedBefore`; nothing changed
+    4, "", ""          NOT_FOUND
 ]]
 -- @include state
 
-local member = ARGV[1]
-local body = redis.call("HGET", KEYS[3], member)
-if not body then
-  return {4}
-end
-local status, _, gen = readMeta(KEYS[4], member, 0)
-if status ~= "dead" then
-  return {8, status}
+local now = tonumber(ARGV[1])
+local dispatchUntil = tonumber(ARGV[2])
+local leaseMs = tonumber(ARGV[3])
+local out = {}
+
+for i = 4, #ARGV, 3 do
+  local member, runAt, diedBefore = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local body = redis.call("HGET", KEYS[4], member)
+  local status, gen, version = "", 0, 0
+  if body then
+    local _
+    status, _, gen, _, version = readMeta(KEYS[5], member, 0)
+  end
+  local diedAt = body and status == "dead" and tonumber(redis.call("ZSCORE", KEYS[3], member) or 0)
+  if not body then
+    out[#out + 1] = 4; out[#out + 1] = ""; out[#out + 1] = ""
+  elseif status ~= "dead" then
+    out[#out + 1] = 8; out[#out + 1] = status or "unreadable"; out[#out + 1] = ""
+  elseif diedBefore > 0 and diedAt > diedBefore then
+    out[#out + 1] = 5; out[#out + 1] = "dead"; out[#out + 1] = ""
+  else
+    redis.call("ZREM", KEYS[3], member)
+    if runAt <= dispatchUntil then
+      writeMeta(KEYS[5], member, "dispatched", 0, gen + 1, runAt, version)
+      redis.call("ZADD", KEYS[2], math.max(runAt, now) + leaseMs, member)
+      bumpStats(KEYS[6], member, body, "dead", "dispatched")
+      out[#out + 1] = 2; out[#out + 1] = 0; out[#out + 1] = gen + 1
+    else
+      writeMeta(KEYS[5], member, "scheduled", 0, gen, runAt, version)
+      redis.call("ZADD", KEYS[1], runAt, member)
+      bumpStats(KEYS[6], member, body, "dead", "scheduled")
+      out[#out + 1] = 0; out[#out + 1] = ""; out[#out + 1] = ""
+    end
+  end
 end
 
-local runAt = tonumber(ARGV[2])
-writeMeta(KEYS[4], member, "scheduled", 0, gen, runAt)
-redis.call("ZREM", KEYS[2], member)
-redis.call("ZADD", KEYS[1], runAt, member)
-bumpStats(KEYS[5], member, body, "dead", "scheduled")
-return {0}
+return out

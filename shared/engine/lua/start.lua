@@ -4,18 +4,28 @@
   events at once, so a worker's batch costs one round trip.
 
   KEYS[1] leased   KEYS[2] body   KEYS[3] meta   KEYS[4] stats
-  ARGV[1] now (ms)   ARGV[2] run lease (ms)   ARGV[3..] pairs: member, gen (from the message)
+  ARGV[1] now (ms), or "" to use Redis's own clock (TIME)   ARGV[2] run lease (ms)
+  ARGV[3..] pairs: member, gen (from the message)
+
+  Workers pass "": "early" is then judged by one clock, the index's, not by whichever worker
+  asks (a worker whose clock runs ahead, or whose timer fired early, would otherwise start early).
 
   Returns three fields per event, in order:
     0, attempt, body   OK: running now, attempt counted
     4, "", ""          NOT_FOUND: not in the index (finished, cancelled, or Redis lost it)
-    5, status, ""      STALE: superseded by a later dispatch, a reschedule or a cancel
+    5, status, ""      STALE: superseded by a later dispatch, a reschedule or a cancel; status
+                       "unreadable" when its meta cannot be read (the next claim quarantines it)
     6, "", ""          DUPLICATE: this dispatch is already running elsewhere
-    7, runAt, ""       EARLY: the event is not due yet; the caller must wait
+    7, runAt, now      EARLY: the event is not due yet (by `now`, the time judged by); the
+                       caller must wait `runAt - now` and ask again
 ]]
 -- @include state
 
 local now = tonumber(ARGV[1])
+if ARGV[1] == "" then
+  local time = redis.call("TIME")
+  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
 local deadline = now + tonumber(ARGV[2])
 local out = {}
 local leases = {}
@@ -31,19 +41,21 @@ for i = 3, #ARGV, 2 do
     -- The same message twice in one call: the first one runs.
     out[#out + 1] = 6; out[#out + 1] = ""; out[#out + 1] = ""
   else
-    local status, attempt, currentGen, runAt = readMeta(KEYS[3], member, 0)
-    if currentGen ~= gen then
+    local status, attempt, currentGen, runAt, version = readMeta(KEYS[3], member, 0)
+    if not status then
+      out[#out + 1] = 5; out[#out + 1] = "unreadable"; out[#out + 1] = ""
+    elseif currentGen ~= gen then
       out[#out + 1] = 5; out[#out + 1] = status; out[#out + 1] = ""
     elseif status == "running" then
       out[#out + 1] = 6; out[#out + 1] = ""; out[#out + 1] = ""
     elseif status ~= "dispatched" then
       out[#out + 1] = 5; out[#out + 1] = status; out[#out + 1] = ""
     elseif now < runAt then
-      out[#out + 1] = 7; out[#out + 1] = runAt; out[#out + 1] = ""
+      out[#out + 1] = 7; out[#out + 1] = runAt; out[#out + 1] = now
     else
       started[member] = true
       metas[#metas + 1] = member
-      metas[#metas + 1] = formatMeta("running", attempt + 1, gen, runAt)
+      metas[#metas + 1] = formatMeta("running", attempt + 1, gen, runAt, version)
       leases[#leases + 1] = deadline
       leases[#leases + 1] = member
       countStats(member, body, "dispatched", "running")

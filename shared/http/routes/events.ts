@@ -1,6 +1,8 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { ScheduleResult } from "../../events/model.ts";
 import type { EventService } from "../../events/service.ts";
+import { checkEventCursor } from "../cursors.ts";
+import { oversizedPayload, scheduleWithoutOversized } from "../limits.ts";
 import { problemFor } from "../problem.ts";
 import {
   BatchRequest,
@@ -27,7 +29,8 @@ const scheduleRoute = createRoute({
   summary: "Schedule an event",
   description:
     "Runs `type`'s handler with `payload` at `runAt` (or `delaySeconds` from now). With an `id`, a repeat of the same " +
-    "content answers 200 with the existing event, and different content under the same id answers 409.",
+    "content answers 200 with the existing event, and different content under the same id answers 409. " +
+    "The payload may take up to 256 KiB as JSON (413 beyond) and nest up to 64 levels in the body (422 beyond).",
   request: { body: { content: { "application/json": { schema: ScheduleEvent } }, required: true } },
   responses: {
     201: json(ScheduledEvent, "Scheduled"),
@@ -94,12 +97,17 @@ function scheduled(result: ScheduleResult) {
 
 export function mountEventRoutes(app: OpenAPIHono<TenantEnv>, events: EventService): void {
   app.openapi(scheduleRoute, async (c) => {
-    const result = await events.schedule(c.get("tenant"), c.req.valid("json"));
+    const input = c.req.valid("json");
+    const oversized = oversizedPayload(input, "payload");
+    if (oversized) throw oversized;
+    const result = await events.schedule(c.get("tenant"), input);
     return c.json(scheduled(result), result.outcome === "created" ? 201 : 200);
   });
 
   app.openapi(batchRoute, async (c) => {
-    const results = await events.scheduleBatch(c.get("tenant"), c.req.valid("json").events);
+    const results = await scheduleWithoutOversized(c.req.valid("json").events, (inputs) =>
+      events.scheduleBatch(c.get("tenant"), inputs),
+    );
     return c.json(
       {
         results: results.map((result, index) =>
@@ -127,6 +135,7 @@ export function mountEventRoutes(app: OpenAPIHono<TenantEnv>, events: EventServi
 
   app.openapi(listRoute, async (c) => {
     const query = c.req.valid("query");
+    checkEventCursor(c.get("tenant"), query.cursor, query.status === "dead");
     const page = await events.list(c.get("tenant"), {
       status: query.status as Parameters<EventService["list"]>[1]["status"],
       type: query.type,

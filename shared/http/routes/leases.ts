@@ -34,7 +34,8 @@ export const State = z
   .object({
     name: z.string(),
     held: z.boolean(),
-    holder: z.string().optional(),
+    // `owner`, as in acquire's answer and body: one name for the same thing everywhere.
+    owner: z.string().optional().openapi({ description: "Who holds it, while it is held" }),
     token: z.number().int(),
     expiresAt: z.string().datetime().optional(),
   })
@@ -128,7 +129,7 @@ function state(s: {
     name: s.name,
     held: s.held,
     token: s.token,
-    ...(s.holder !== undefined && { holder: s.holder }),
+    ...(s.holder !== undefined && { owner: s.holder }),
     ...(s.expiresAt !== undefined && { expiresAt: new Date(s.expiresAt).toISOString() }),
   };
 }

@@ -1,5 +1,8 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import type { EventService } from "../../events/service.ts";
+import type { Logger } from "../../logger.ts";
+import { checkEventCursor } from "../cursors.ts";
 import type { HealthReport } from "../health.ts";
 import { Event, EventPage, Health, IdParam, json, PageQuery, problems, Stats } from "../schemas.ts";
 import { serializeEvent } from "../serialize.ts";
@@ -46,6 +49,7 @@ export const healthRoute = createRoute({
 export function mountOperationRoutes(app: OpenAPIHono<TenantEnv>, events: EventService): void {
   app.openapi(deadLettersRoute, async (c) => {
     const { limit, cursor } = c.req.valid("query");
+    checkEventCursor(c.get("tenant"), cursor, true);
     const page = await events.deadLetters(c.get("tenant"), limit, cursor);
     return c.json(
       { events: page.events.map(serializeEvent), ...(page.cursor && { cursor: page.cursor }) },
@@ -60,9 +64,30 @@ export function mountOperationRoutes(app: OpenAPIHono<TenantEnv>, events: EventS
   app.openapi(statsRoute, async (c) => c.json(await events.stats(c.get("tenant")), 200));
 }
 
-export function mountHealthRoute(app: OpenAPIHono<TenantEnv>, health: () => Promise<HealthReport>): void {
+/**
+ * `/health` sits outside the tenancy middleware (load balancers and probes call it without
+ * credentials), so a caller without them learns only up or down. An authenticated caller sees
+ * each check, but never a dependency's error text: that names internal addresses
+ * (`connect ECONNREFUSED 10.0.3.17:6380`), and is for the operator's log only.
+ */
+export function mountHealthRoute(
+  app: OpenAPIHono<TenantEnv>,
+  health: () => Promise<HealthReport>,
+  authenticated: (c: Context) => boolean,
+  logger: Logger,
+): void {
   app.openapi(healthRoute, async (c) => {
     const report = await health();
-    return c.json(report, report.status === "ok" ? 200 : 503);
+    const code = report.status === "ok" ? 200 : 503;
+    const failed = Object.entries(report.checks).filter(([, check]) => !check.ok);
+    if (failed.length > 0)
+      logger.warn("health check failed", {
+        checks: Object.fromEntries(failed.map(([name, check]) => [name, check.error])),
+      });
+    if (!authenticated(c)) return c.json({ status: report.status }, code);
+    const checks = Object.fromEntries(
+      Object.entries(report.checks).map(([name, { ok, latencyMs }]) => [name, { ok, latencyMs }]),
+    );
+    return c.json({ status: report.status, checks }, code);
   });
 }

@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { StockLedger } from "../../ledger/ledger-service.ts";
 import { holdInput, RESERVATION_ID, type Reservation, receiptInput, SKU } from "../../ledger/model.ts";
+import { checkLedgerCursor } from "../cursors.ts";
 import { json, jsonRequest, PageQuery, problems } from "../schemas.ts";
 import type { TenantEnv } from "../tenancy.ts";
 
@@ -110,7 +111,9 @@ export function mountStockRoutes(app: OpenAPIHono<TenantEnv>, ledger: () => Stoc
     }),
     async (c) => {
       const { limit, cursor } = c.req.valid("query");
-      const page = await ledger().ledger(c.get("tenant"), c.req.valid("param").sku, limit, cursor);
+      const { sku } = c.req.valid("param");
+      checkLedgerCursor(c.get("tenant"), sku, cursor);
+      const page = await ledger().ledger(c.get("tenant"), sku, limit, cursor);
       return c.json(
         {
           entries: page.entries.map((e) => ({

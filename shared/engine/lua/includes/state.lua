@@ -1,25 +1,61 @@
 -- Shared helpers, inlined into each script by the loader where it says `-- @include state`.
 --
 -- Event state lives in two per-shard hashes: `body` (immutable: "type\n{json}") and `meta`
--- (mutable: "status|attempt|gen|runAt"). A scheduled event that was never claimed has no meta
+-- (mutable: "status|attempt|gen|runAt|version", the version optional). A scheduled event that was never claimed has no meta
 -- at all, which keeps the memory of a pending event to one sorted-set entry and one body field.
 
+local KNOWN_STATUS = { scheduled = true, dispatched = true, running = true, retrying = true, dead = true }
+
+-- Returns status, attempt, gen, runAt, version. Times may be negative (an index written before
+-- runAt was bounded holds some). The version (the journal's, see reschedule.lua) is optional: meta
+-- written without it reads as version 0. When the stored value cannot be read, status is false:
+-- the caller must not act on it (claim and start move it to the quarantine).
 local function readMeta(metaKey, member, defaultRunAt)
   local raw = redis.call("HGET", metaKey, member)
   if not raw then
-    return "scheduled", 0, 0, defaultRunAt
+    return "scheduled", 0, 0, defaultRunAt, 0
   end
-  local status, attempt, gen, runAt = string.match(raw, "^(%a+)|(%d+)|(%d+)|(%d+)$")
-  return status, tonumber(attempt), tonumber(gen), tonumber(runAt)
+  local status, attempt, gen, runAt, version =
+    string.match(raw, "^(%a+)|(%-?%d+)|(%-?%d+)|(%-?%d+)|(%d+)$")
+  if not status then
+    status, attempt, gen, runAt = string.match(raw, "^(%a+)|(%-?%d+)|(%-?%d+)|(%-?%d+)$")
+    version = "0"
+  end
+  attempt, gen, runAt, version = tonumber(attempt), tonumber(gen), tonumber(runAt), tonumber(version)
+  if not status or not KNOWN_STATUS[status] or not attempt or not gen or not runAt or not version then
+    return false, 0, 0, 0, 0
+  end
+  return status, attempt, gen, runAt, version
 end
 
-local function formatMeta(status, attempt, gen, runAt)
-  return status .. "|" .. string.format("%d", attempt) .. "|" .. string.format("%d", gen) .. "|" ..
+local function formatMeta(status, attempt, gen, runAt, version)
+  local text = status .. "|" .. string.format("%d", attempt) .. "|" .. string.format("%d", gen) .. "|" ..
     string.format("%d", runAt)
+  if version and version > 0 then
+    text = text .. "|" .. string.format("%d", version)
+  end
+  return text
 end
 
-local function writeMeta(metaKey, member, status, attempt, gen, runAt)
-  redis.call("HSET", metaKey, member, formatMeta(status, attempt, gen, runAt))
+local function writeMeta(metaKey, member, status, attempt, gen, runAt, version)
+  redis.call("HSET", metaKey, member, formatMeta(status, attempt, gen, runAt, version))
+end
+
+-- Sets an entry the engine cannot read aside, so it never fails its shard again: it leaves the
+-- sorted sets, and its body and raw meta move to the shard's quarantine hash (`reason\nmeta\nbody`)
+-- for an operator to inspect. It is counted as `quarantined` in its tenant's stats. The journal
+-- still has the event, so the recovery sweep re-indexes it from there (restore.lua clears it).
+local function quarantine(k, member, reason)
+  local body = redis.call("HGET", k.body, member) or ""
+  local meta = redis.call("HGET", k.meta, member) or ""
+  redis.call("HSET", k.quarantine, member, reason .. "\n" .. meta .. "\n" .. body)
+  redis.call("ZREM", k.due, member)
+  redis.call("ZREM", k.leased, member)
+  redis.call("HDEL", k.body, member)
+  redis.call("HDEL", k.meta, member)
+  local tenant = string.match(member, "^([^/]*)/") or ""
+  local eventType = string.match(body, "^([^\n]*)") or ""
+  redis.call("HINCRBY", k.stats, tenant .. "|" .. eventType .. "|quarantined", 1)
 end
 
 -- Moves one event between status counters. `from` or `to` may be false for creation or removal.

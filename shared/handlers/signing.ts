@@ -1,0 +1,186 @@
+import { hkdfSync } from "node:crypto";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { Webhook } from "standardwebhooks";
+import { ConfigError } from "../config.ts";
+import { JournalRequiredError } from "../events/errors.ts";
+
+/**
+ * Webhook signing on the Standard Webhooks spec (https://www.standardwebhooks.com), with the
+ * `standardwebhooks` package, so receivers verify with that package or any of its ports.
+ *
+ * Each tenant has its own secret, so tenant A cannot make a webhook that tenant B's receiver
+ * accepts. Secrets are not stored: they are derived with HKDF-SHA256 from the deployment's
+ * master secret, the tenant and a generation number. Rotating bumps the generation; the previous
+ * generation keeps signing too (the spec allows several space-separated signatures) until its
+ * overlap ends, so receivers can switch secrets without dropping a webhook.
+ */
+
+/** What a tenant's rotation has reached. Generation 0 needs no stored state. */
+export interface SigningState {
+  readonly generation: number;
+  readonly rotatedAt?: number;
+  /** Until then, the previous generation's secret signs too. */
+  readonly previousUntil?: number;
+}
+
+export interface TenantSecrets {
+  /** `whsec_` + base64 of 32 bytes: the format `new Webhook(secret)` takes. */
+  readonly current: string;
+  readonly generation: number;
+  readonly rotatedAt?: number;
+  /** The previous secret, while it still signs. */
+  readonly previous?: { readonly secret: string; readonly expiresAt: number };
+}
+
+const HKDF_SALT = "hourglass/webhook-signing/v1";
+
+/** The tenant's secret of one generation: HKDF-SHA256(master, salt, tenant NUL generation). */
+export function deriveTenantSecret(master: string, tenant: string, generation: number): string {
+  const key = hkdfSync("sha256", master, HKDF_SALT, `${tenant}\u0000${generation}`, 32);
+  return `whsec_${Buffer.from(key).toString("base64")}`;
+}
+
+export function tenantSecrets(
+  master: string,
+  tenant: string,
+  state: SigningState,
+  now: number,
+): TenantSecrets {
+  const previousLive = state.generation > 0 && state.previousUntil !== undefined && now < state.previousUntil;
+  return {
+    current: deriveTenantSecret(master, tenant, state.generation),
+    generation: state.generation,
+    ...(state.rotatedAt !== undefined && { rotatedAt: state.rotatedAt }),
+    ...(previousLive && {
+      previous: {
+        secret: deriveTenantSecret(master, tenant, state.generation - 1),
+        expiresAt: state.previousUntil!,
+      },
+    }),
+  };
+}
+
+/**
+ * The three Standard Webhooks headers. `webhook-id` is the event id, the same on every attempt,
+ * so receivers deduplicate on it; id, timestamp and body are all under the signature.
+ */
+export function signatureHeaders(
+  secrets: TenantSecrets,
+  id: string,
+  timestamp: Date,
+  body: string,
+): { "webhook-id": string; "webhook-timestamp": string; "webhook-signature": string } {
+  const keys = [secrets.current, ...(secrets.previous ? [secrets.previous.secret] : [])];
+  return {
+    "webhook-id": id,
+    "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
+    "webhook-signature": keys.map((key) => new Webhook(key).sign(id, timestamp, body)).join(" "),
+  };
+}
+
+/** Where rotation state lives. */
+export interface SigningStateStore {
+  get(tenant: string): Promise<SigningState>;
+  /** Bumps the generation; the previous one keeps signing until `previousUntil`. */
+  rotate(tenant: string, previousUntil: number, now: number): Promise<SigningState>;
+}
+
+/**
+ * Rotation state in the leases table (a small key-value table every deployment has), one item
+ * per tenant under `webhook-secret#<tenant>`, a prefix no lease key uses (`lease#…`).
+ */
+export class DynamoSigningStateStore implements SigningStateStore {
+  private readonly doc: DynamoDBDocumentClient;
+
+  constructor(
+    client: DynamoDBClient,
+    private readonly table: string,
+  ) {
+    this.doc = DynamoDBDocumentClient.from(client);
+  }
+
+  async get(tenant: string): Promise<SigningState> {
+    const { Item } = await this.doc.send(
+      new GetCommand({ TableName: this.table, Key: { pk: keyOf(tenant) }, ConsistentRead: true }),
+    );
+    return Item ? stateOf(Item) : { generation: 0 };
+  }
+
+  async rotate(tenant: string, previousUntil: number, now: number): Promise<SigningState> {
+    const { Attributes } = await this.doc.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: keyOf(tenant) },
+        UpdateExpression: "ADD generation :one SET rotatedAt = :now, previousUntil = :until",
+        ExpressionAttributeValues: { ":one": 1, ":now": now, ":until": previousUntil },
+        ReturnValues: "ALL_NEW",
+      }),
+    );
+    return stateOf(Attributes ?? {});
+  }
+}
+
+function keyOf(tenant: string): string {
+  return `webhook-secret#${tenant}`;
+}
+
+function stateOf(item: Record<string, unknown>): SigningState {
+  return {
+    generation: Number(item.generation ?? 0),
+    ...(typeof item.rotatedAt === "number" && { rotatedAt: item.rotatedAt }),
+    ...(typeof item.previousUntil === "number" && { previousUntil: item.previousUntil }),
+  };
+}
+
+/**
+ * The tenant secrets the worker signs with and the API hands out. The worker caches a tenant's
+ * state for `cacheMs`, so a webhook costs no extra read; a rotation is picked up within that
+ * time, and the previous secret keeps signing far longer (the overlap is at least a minute).
+ */
+export class WebhookSigning {
+  private readonly cache = new Map<string, { state: SigningState; until: number }>();
+
+  constructor(
+    private readonly masterSecret: string | undefined,
+    private readonly store: SigningStateStore | undefined,
+    private readonly clock: () => number = Date.now,
+    private readonly cacheMs = 30_000,
+  ) {}
+
+  /** Fails, naming the variable, in a process that was given no master secret. */
+  private get master(): string {
+    if (!this.masterSecret)
+      throw new ConfigError(
+        "HOURGLASS_WEBHOOK_SECRET",
+        "this process has no webhook signing secret (set it, or name its secret in HOURGLASS_SECRET_ARNS)",
+      );
+    return this.masterSecret;
+  }
+
+  /** The caller's secrets, read fresh (for the API). */
+  async secretsFor(tenant: string): Promise<TenantSecrets> {
+    const state = this.store ? await this.store.get(tenant) : { generation: 0 };
+    return tenantSecrets(this.master, tenant, state, this.clock());
+  }
+
+  /** The caller's secrets for signing, from a short cache. */
+  async signingSecretsFor(tenant: string): Promise<TenantSecrets> {
+    const now = this.clock();
+    const cached = this.cache.get(tenant);
+    if (cached && cached.until > now) return tenantSecrets(this.master, tenant, cached.state, now);
+    const state = this.store ? await this.store.get(tenant) : { generation: 0 };
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(tenant, { state, until: now + this.cacheMs });
+    return tenantSecrets(this.master, tenant, state, now);
+  }
+
+  async rotate(tenant: string, overlapMs: number): Promise<TenantSecrets> {
+    // Rotation needs durable state; without the journal there is only generation 0.
+    if (!this.store) throw new JournalRequiredError("rotating the webhook secret");
+    const now = this.clock();
+    const state = await this.store.rotate(tenant, now + overlapMs, now);
+    this.cache.delete(tenant);
+    return tenantSecrets(this.master, tenant, state, now);
+  }
+}

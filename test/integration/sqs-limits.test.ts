@@ -1,0 +1,168 @@
+import {
+  ReceiveMessageCommand,
+  type SendMessageBatchRequestEntry,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSqsClient } from "../../shared/aws.ts";
+import type { DispatchMessage } from "../../shared/events/model.ts";
+import { QueuePoller } from "../../shared/local/poller.ts";
+import { silentLogger } from "../../shared/logger.ts";
+import { SqsTransport } from "../../shared/transport/sqs.ts";
+import { createSqsBatchHandler } from "../../shared/transport/sqs-batch.ts";
+import { decodeMessage } from "../../shared/transport/transport.ts";
+import { engine, freshTenant } from "../support/engine.ts";
+import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
+import { recorder } from "../support/recorder.ts";
+
+/**
+ * SQS's real limits, which the emulator does not enforce (it takes bodies up to 1 MiB): 256 KiB
+ * per message and per SendMessageBatch (UTF-8 bytes of the bodies), 10 entries. A client with
+ * this middleware refuses what SQS refuses, so the transport is tested against the real rules.
+ */
+const SQS_MAX_BYTES = 262_144;
+
+class SqsLimitError extends Error {
+  constructor(name: string, message: string) {
+    super(message);
+    this.name = name;
+  }
+}
+
+function strictSqs(options: { failBatches?: boolean } = {}): SQSClient {
+  const client = createSqsClient();
+  const bytes = (body: string | undefined) => Buffer.byteLength(body ?? "", "utf8");
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { Entries?: SendMessageBatchRequestEntry[]; MessageBody?: string };
+      if (context.commandName === "SendMessageBatchCommand") {
+        const entries = input.Entries ?? [];
+        if (options.failBatches) throw new SqsLimitError("InternalError", "the batch failed");
+        if (entries.length > 10) throw new SqsLimitError("TooManyEntriesInBatchRequest", "over 10 entries");
+        if (entries.some((e) => bytes(e.MessageBody) > SQS_MAX_BYTES))
+          throw new SqsLimitError("InvalidParameterValue", "Message must be shorter than 262144 bytes.");
+        if (entries.reduce((sum, e) => sum + bytes(e.MessageBody), 0) > SQS_MAX_BYTES)
+          throw new SqsLimitError(
+            "BatchRequestTooLong",
+            "Batch requests cannot be longer than 262144 bytes.",
+          );
+      }
+      if (context.commandName === "SendMessageCommand" && bytes(input.MessageBody) > SQS_MAX_BYTES)
+        throw new SqsLimitError("InvalidParameterValue", "Message must be shorter than 262144 bytes.");
+      return next(args);
+    },
+    { step: "initialize", name: "sqs-real-limits" },
+  );
+  return client;
+}
+
+const rec = recorder();
+let hg: TestHourglass;
+const clients: SQSClient[] = [];
+
+beforeAll(async () => {
+  hg = await testHourglass({}, { handlers: [rec.handler] });
+});
+
+afterAll(async () => {
+  for (const client of clients) client.destroy();
+  await hg.destroy();
+});
+
+function transport(options: { failBatches?: boolean } = {}) {
+  const client = strictSqs(options);
+  clients.push(client);
+  return new SqsTransport(client, hg.queueUrl!);
+}
+
+/** Receives until `count` messages came back (no worker polls this file's queue). */
+async function receive(count: number): Promise<DispatchMessage[]> {
+  const received: DispatchMessage[] = [];
+  await eventually(
+    async () => {
+      const { Messages } = await hg.sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: hg.queueUrl!, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+      );
+      for (const m of Messages ?? []) received.push(decodeMessage(m.Body!));
+      return received.length >= count ? true : undefined;
+    },
+    15_000,
+    `${count} messages`,
+  );
+  return received;
+}
+
+const message = (tenant: string, i: number, payload?: string): DispatchMessage => ({
+  member: `${tenant}/m${i}`,
+  shard: 0,
+  gen: 1,
+  runAt: Date.now(),
+  attempt: 0,
+  ...(payload !== undefined && { payload }),
+});
+
+describe("sending to SQS within its real limits", () => {
+  it("ten 26 KiB payloads are packed into batches SQS accepts, none lost", async () => {
+    const tenant = freshTenant("pack");
+    const payload = JSON.stringify({ label: "x".repeat(26 * 1024) });
+    const messages = Array.from({ length: 10 }, (_, i) => message(tenant, i, payload));
+    const report = await transport().send(messages, Date.now());
+    expect(report.failed).toEqual([]);
+    expect(report.sent).toBe(10);
+    const received = await receive(10);
+    expect(received.map((m) => m.member).sort()).toEqual(messages.map((m) => m.member).sort());
+    expect(received.every((m) => m.payload === payload)).toBe(true);
+  });
+
+  it("a non-ASCII payload under 200,000 characters but over 256 KiB in UTF-8 still runs", async () => {
+    const tenant = freshTenant("utf8");
+    const { service } = engine(hg, { transport: transport() });
+    const label = "é".repeat(140_000);
+    const { event } = await service.schedule(tenant, {
+      type: "test.record",
+      payload: { label },
+      delaySeconds: 0,
+    });
+    const poller = new QueuePoller(
+      hg.sqs,
+      hg.queueUrl!,
+      createSqsBatchHandler(hg.worker, silentLogger),
+      silentLogger,
+      1,
+      10,
+    );
+    poller.start();
+    try {
+      // No dispatcher runs here: only the send at create can deliver it before the 30 s lease.
+      await eventually(
+        async () => ((await hg.events.get(tenant, event.id)).status === "succeeded" ? true : undefined),
+        10_000,
+        "the event to run",
+      );
+    } finally {
+      await poller.stop();
+    }
+    expect(rec.runsOf(event.id)).toHaveLength(1);
+  });
+
+  it("a message whose inline payload would exceed 256 KiB goes without it", async () => {
+    const tenant = freshTenant("big");
+    const huge = JSON.stringify({ label: "ü".repeat(150_000) });
+    const report = await transport().send([message(tenant, 0, huge)], Date.now());
+    expect(report).toEqual({ sent: 1, failed: [] });
+    const [received] = await receive(1);
+    expect(received!.member).toBe(`${tenant}/m0`);
+    expect(received!.payload).toBeUndefined();
+  });
+
+  it("when a batch send fails, each entry is sent again on its own without its inline payload", async () => {
+    const tenant = freshTenant("fallback");
+    const messages = Array.from({ length: 3 }, (_, i) => message(tenant, i, JSON.stringify({ i })));
+    const report = await transport({ failBatches: true }).send(messages, Date.now());
+    expect(report).toEqual({ sent: 3, failed: [] });
+    const received = await receive(3);
+    expect(received.map((m) => m.member).sort()).toEqual(messages.map((m) => m.member).sort());
+    // The worker reads the payload from the journal: one small message cannot fail for its size.
+    expect(received.every((m) => m.payload === undefined)).toBe(true);
+  });
+});
