@@ -1,32 +1,43 @@
 import { App, Validations } from "aws-cdk-lib";
 import { AwsSolutionsChecks } from "cdk-nag";
+import type { Egress, HourglassProps, Profile } from "./construct/hourglass.ts";
 import { HourglassStack } from "./stacks/hourglass-stack.ts";
 
 /**
- * `cdk deploy` entry point. Context: `-c production=false` for a throwaway environment,
- * `-c cache=serverless`, `-c egress=true` for webhooks to the internet, `-c apiKeys=true`.
+ * `cdk deploy` entry point. Context (`-c name=value`, see docs/deploy.md): `production=false` for
+ * a throwaway environment, `egress=nat-gateway-per-az|nat-gateway|none`, `profile=lean`,
+ * `cache=serverless`, `apiKeys=true`, `webhookAllowPrivate=true`, `redisUrl=...`, and
+ * `localstack=true` (an EventBridge rule drives the dispatcher: LocalStack's Scheduler never fires).
  */
 const app = new App();
 const flag = (name: string, fallback: boolean) => {
   const value = app.node.tryGetContext(name);
   return value === undefined ? fallback : value === true || value === "true";
 };
+const choice = <T extends string>(name: string, allowed: readonly T[]): T | undefined => {
+  const value = app.node.tryGetContext(name);
+  if (value === undefined) return undefined;
+  if (!allowed.includes(value))
+    throw new Error(`-c ${name} must be one of ${allowed.join(", ")} (got ${value})`);
+  return value as T;
+};
+const redisUrl = app.node.tryGetContext("redisUrl");
+const cache = choice("cache", ["replication-group", "serverless"] as const);
+const egress = choice<Egress>("egress", ["nat-gateway-per-az", "nat-gateway", "none"]);
+const profile = choice<Profile>("profile", ["standard", "lean"]);
+const hourglass: HourglassProps = {
+  production: flag("production", true),
+  apiKeys: flag("apiKeys", false),
+  webhookAllowPrivate: flag("webhookAllowPrivate", false),
+  dispatchTrigger: flag("localstack", false) ? "events-rule" : "scheduler",
+  ...(egress && { egress }),
+  ...(profile && { profile }),
+  ...(redisUrl ? { externalRedis: { url: String(redisUrl) } } : cache ? { cache } : {}),
+};
 new HourglassStack(app, app.node.tryGetContext("stackName") ?? "Hourglass", {
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
   description: "Hourglass: scheduled work for AWS",
-  hourglass: {
-    production: flag("production", true),
-    internetEgress: flag("egress", false),
-    apiKeys: flag("apiKeys", false),
-    ...(app.node.tryGetContext("redisUrl")
-      ? { externalRedis: { url: String(app.node.tryGetContext("redisUrl")) } }
-      : {
-          cache:
-            app.node.tryGetContext("cache") === "serverless"
-              ? ("serverless" as const)
-              : ("replication-group" as const),
-        }),
-  },
+  hourglass,
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 app.synth();

@@ -44,26 +44,28 @@ export function acknowledgeFindings(hourglass: Hourglass): void {
         "grantInvoke covers every version and alias of the user's handler function, and only that function.",
     });
   }
-  Validations.of(hourglass.api).acknowledge(
-    {
-      id: IAM4("AmazonAPIGatewayPushToCloudWatchLogs"),
-      reason: "API Gateway's account-level role for execution logs; AWS maintains the policy.",
-    },
-    {
-      id: "AwsSolutions::AwsSolutions-APIG2",
-      reason:
-        "Requests are validated in the API function (zod schemas, RFC 9457 problems naming each field), not by API Gateway models.",
-    },
-    {
-      id: "AwsSolutions::AwsSolutions-APIG3",
-      reason:
-        "WAF is an account-level choice with its own cost; IAM authorization and stage throttling protect the API by default.",
-    },
-    {
-      id: "AwsSolutions::AwsSolutions-COG4",
-      reason: "The API uses IAM authorization (SigV4) for service callers, not Cognito user pools.",
-    },
-  );
+  if (hourglass.api) {
+    Validations.of(hourglass.api).acknowledge(
+      {
+        id: IAM4("AmazonAPIGatewayPushToCloudWatchLogs"),
+        reason: "API Gateway's account-level role for execution logs; AWS maintains the policy.",
+      },
+      {
+        id: "AwsSolutions::AwsSolutions-APIG2",
+        reason:
+          "Requests are validated in the API function (zod schemas, RFC 9457 problems naming each field), not by API Gateway models.",
+      },
+      {
+        id: "AwsSolutions::AwsSolutions-APIG3",
+        reason:
+          "WAF is an account-level choice with its own cost; IAM authorization and stage throttling protect the API by default.",
+      },
+      {
+        id: "AwsSolutions::AwsSolutions-COG4",
+        reason: "The API uses IAM authorization (SigV4) for service callers, not Cognito user pools.",
+      },
+    );
+  }
   if (hourglass.cache) {
     Validations.of(hourglass.cache.authSecret).acknowledge({
       id: "AwsSolutions::AwsSolutions-SMG4",
@@ -76,6 +78,14 @@ export function acknowledgeFindings(hourglass: Hourglass): void {
     reason:
       "Not rotated automatically, by design: every tenant's signing secret is derived from this master, so changing it would break every receiver at once. Tenants rotate their own secrets with POST /v1/webhook-secret/rotate, with an overlap.",
   });
+  for (const admin of hourglass.admins) {
+    if (Stack.of(admin) !== Stack.of(hourglass) || !admin.node.defaultChild) continue;
+    Validations.of(admin).acknowledge({
+      id: "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+      reason:
+        "Hourglass admins read alarms by name and the overdue metric: cloudwatch:GetMetricData takes no resource, DescribeAlarms is read-only.",
+    });
+  }
   Validations.of(hourglass.node.findChild("ScheduleDlq")).acknowledge({
     id: "AwsSolutions::AwsSolutions-SQS3",
     reason: "This queue is EventBridge Scheduler's dead-letter queue for the dispatcher schedule.",

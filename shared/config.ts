@@ -133,6 +133,14 @@ const schema = z.object({
       "tenant:token pairs separated by commas; tokens of 16 characters or more",
     )
     .optional(),
+  HOURGLASS_ADMIN_TOKENS: z
+    .string()
+    .regex(/^[^,:\s]{16,}(,[^,:\s]{16,})*$/, "bearer tokens of 16 characters or more, separated by commas")
+    .optional(),
+  HOURGLASS_ADMIN_PRINCIPALS: z
+    .string()
+    .regex(/^arn:[^,]+(,arn:[^,]+)*$/, "IAM role or user ARNs separated by commas")
+    .optional(),
   HOURGLASS_ALLOW_FEDERATED_USERS: bool.default(false),
   HOURGLASS_ALLOWED_HOSTS: z
     .string()
@@ -195,6 +203,10 @@ export interface HourglassConfig {
   readonly lambdaTargets: Readonly<Record<string, string>>;
   /** Bearer token → tenant. Empty: no tokens required (one default tenant, or IAM on AWS). */
   readonly apiTokens: ReadonlyMap<string, string>;
+  /** Bearer tokens of the admin routes (`/v1/admin/*`), which act on every tenant. */
+  readonly adminTokens: readonly string[];
+  /** On AWS: the IAM roles or users allowed on the admin routes (set by the CDK construct). */
+  readonly adminPrincipals: readonly string[];
   /**
    * On AWS, accept `federated-user/…` callers (GetFederationToken sessions). Off by default: the
    * session name is chosen by whoever holds the calling user's keys, so it proves less than a role.
@@ -303,6 +315,8 @@ export function loadConfig(
         return [token, tenant];
       }),
     ),
+    adminTokens: e.HOURGLASS_ADMIN_TOKENS?.split(",") ?? [],
+    adminPrincipals: e.HOURGLASS_ADMIN_PRINCIPALS?.split(",") ?? [],
     allowFederatedUsers: e.HOURGLASS_ALLOW_FEDERATED_USERS,
     allowedHosts: e.HOURGLASS_ALLOWED_HOSTS?.split(",") ?? [],
     maxBodyBytes: e.HOURGLASS_MAX_BODY_BYTES,

@@ -1,8 +1,13 @@
 import { join } from "node:path";
 import { Duration } from "aws-cdk-lib";
 import * as apigateway from "aws-cdk-lib/aws-apigateway";
+import * as apigwv2 from "aws-cdk-lib/aws-apigatewayv2";
+import { HttpIamAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
+import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type * as ec2 from "aws-cdk-lib/aws-ec2";
+import * as events from "aws-cdk-lib/aws-events";
+import * as eventsTargets from "aws-cdk-lib/aws-events-targets";
 import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
@@ -75,6 +80,8 @@ export function createFunction(
       target: "node22",
       sourceMap: true,
       minify: true,
+      // The pinned SDK of package-lock.json, the one the tests ran, not whatever the runtime carries.
+      bundleAwsSDK: true,
       mainFields: ["module", "main"],
       banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
       esbuildArgs: { "--alias:@hourglass/handlers": settings.handlersModule },
@@ -141,13 +148,35 @@ export function grantSecrets(fn: lambda.IFunction, secrets: readonly secretsmana
   for (const secret of secrets) secret.grantRead(fn);
 }
 
-/** EventBridge Scheduler runs the dispatcher every minute, with retries and a dead-letter queue. */
-export function createDispatchSchedule(scope: Construct, dispatcher: lambda.IFunction) {
+/**
+ * EventBridge Scheduler runs the dispatcher every minute, with retries and a dead-letter queue; or,
+ * with `events-rule` (LocalStack, whose Scheduler never fires), an EventBridge rule does, with the
+ * same retries and dead-letter queue.
+ */
+export function createDispatchSchedule(
+  scope: Construct,
+  dispatcher: lambda.IFunction,
+  trigger: "scheduler" | "events-rule",
+) {
   const deadLetterQueue = new sqs.Queue(scope, "ScheduleDlq", {
     encryption: sqs.QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
     retentionPeriod: Duration.days(14),
   });
+  if (trigger === "events-rule") {
+    const rule = new events.Rule(scope, "DispatchRule", {
+      schedule: events.Schedule.rate(Duration.minutes(1)),
+      description: "Hourglass dispatcher: moves events that are almost due to the work queue",
+      targets: [
+        new eventsTargets.LambdaFunction(dispatcher, {
+          retryAttempts: 2,
+          maxEventAge: Duration.minutes(1),
+          deadLetterQueue,
+        }),
+      ],
+    });
+    return { schedule: undefined, rule, deadLetterQueue };
+  }
   const schedule = new scheduler.Schedule(scope, "DispatchSchedule", {
     schedule: scheduler.ScheduleExpression.rate(Duration.minutes(1)),
     description: "Hourglass dispatcher: moves events that are almost due to the work queue",
@@ -157,7 +186,7 @@ export function createDispatchSchedule(scope: Construct, dispatcher: lambda.IFun
       deadLetterQueue,
     }),
   });
-  return { schedule, deadLetterQueue };
+  return { schedule, rule: undefined, deadLetterQueue };
 }
 
 export function attachWorker(worker: lambda.Function, queue: sqs.IQueue, maxConcurrency: number) {
@@ -208,4 +237,35 @@ export function createApi(
     plan.addApiKey(api.addApiKey("DefaultKey"));
   }
   return api;
+}
+
+/**
+ * The lean profile's API: an HTTP API ($1.00 per million requests against the REST API's $3.50)
+ * with IAM authorization on every route, stage throttling and JSON access logs. Payload format 1.0,
+ * so the function sees the caller's IAM identity where it does behind the REST API. No API keys.
+ */
+export function createHttpApi(
+  scope: Construct,
+  handler: lambda.IFunction,
+  options: { throttle: { rateLimit: number; burstLimit: number }; logRetention: logs.RetentionDays },
+) {
+  const accessLogs = new logs.LogGroup(scope, "ApiAccessLogs", { retention: options.logRetention });
+  const api = new apigwv2.HttpApi(scope, "HttpApi", {
+    description: "Hourglass API",
+    createDefaultStage: false,
+    defaultAuthorizer: new HttpIamAuthorizer(),
+    defaultIntegration: new HttpLambdaIntegration("Function", handler, {
+      payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_1_0,
+    }),
+  });
+  const stage = api.addStage("DefaultStage", {
+    stageName: "$default",
+    autoDeploy: true,
+    throttle: options.throttle,
+    accessLogSettings: {
+      destination: new apigwv2.LogGroupLogDestination(accessLogs),
+      format: apigateway.AccessLogFormat.jsonWithStandardFields(),
+    },
+  });
+  return { api, stage };
 }

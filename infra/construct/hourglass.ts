@@ -1,9 +1,11 @@
 import { join } from "node:path";
-import { Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
+import { Annotations, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
 import type * as apigateway from "aws-cdk-lib/aws-apigateway";
+import type * as apigwv2 from "aws-cdk-lib/aws-apigatewayv2";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
+import type * as events from "aws-cdk-lib/aws-events";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
@@ -17,6 +19,7 @@ import {
   createApi,
   createDispatchSchedule,
   createFunction,
+  createHttpApi,
   createQueues,
   grantSecrets,
   grantTable,
@@ -25,9 +28,9 @@ import {
 import { type Cache, createCache, createTable } from "./data.ts";
 import { createNetwork } from "./network.ts";
 import { createObservability } from "./observability.ts";
-import { type HourglassProps, validateProps } from "./props.ts";
+import { type Egress, type HourglassProps, validateProps } from "./props.ts";
 
-export type { HourglassProps } from "./props.ts";
+export type { DispatchTrigger, Egress, HourglassProps, Profile } from "./props.ts";
 
 /**
  * Everything Hourglass is on AWS, in one construct: the VPC, Valkey, the DynamoDB tables, the
@@ -56,8 +59,22 @@ export class Hourglass extends Construct {
   public readonly workerFunction: lambda.Function;
   /** The user's functions that handle event types, as given in the props. */
   public readonly handlerFunctions: Readonly<Record<string, lambda.IFunction>>;
-  public readonly schedule: scheduler.Schedule;
-  public readonly api: apigateway.RestApi;
+  /** How the functions reach the internet; with your own `vpc`, what its subnets provide. */
+  public readonly egress: Egress | "vpc";
+  /** False when webhooks to public URLs cannot be delivered (`egress: "none"`). */
+  public readonly hasInternetEgress: boolean;
+  /** The dispatcher's EventBridge Scheduler schedule (`dispatchTrigger: "scheduler"`). */
+  public readonly schedule: scheduler.Schedule | undefined;
+  /** The dispatcher's EventBridge rule (`dispatchTrigger: "events-rule"`, for LocalStack). */
+  public readonly dispatchRule: events.Rule | undefined;
+  /** The REST API (standard profile). */
+  public readonly api: apigateway.RestApi | undefined;
+  /** The HTTP API (lean profile). */
+  public readonly httpApi: apigwv2.HttpApi | undefined;
+  /** The base URL for the CLI and client (`HOURGLASS_URL`). */
+  public readonly apiUrl: string;
+  /** The roles the admin routes admit, and that `grantOperate` was given to. */
+  public readonly admins: readonly iam.IRole[];
   public readonly alarms: Record<string, cloudwatch.Alarm>;
   public readonly dashboard: cloudwatch.Dashboard;
 
@@ -66,14 +83,39 @@ export class Hourglass extends Construct {
     validateProps(props);
     const production = props.production ?? true;
     const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
-    const egress = props.internetEgress ?? false;
+    const lean = props.profile === "lean";
+    const cacheMode = props.cache ?? (lean ? "serverless" : "replication-group");
 
     this.handlerFunctions = props.handlerFunctions ?? {};
     const handlerFunctions = Object.entries(this.handlerFunctions);
-    this.vpc = props.vpc ?? createNetwork(this, egress, logRetention, handlerFunctions.length > 0);
+    if (props.vpc) {
+      this.vpc = props.vpc;
+      this.egress = "vpc";
+      this.hasInternetEgress = props.vpc.privateSubnets.length > 0;
+    } else {
+      this.egress = props.egress ?? (production && !lean ? "nat-gateway-per-az" : "nat-gateway");
+      this.hasInternetEgress = this.egress !== "none";
+      this.vpc = createNetwork(this, {
+        egress: this.egress,
+        retention: logRetention,
+        invokesLambda: handlerFunctions.length > 0,
+        endpointAzs: lean ? 1 : 2,
+      });
+    }
+    if (!this.hasInternetEgress) {
+      Annotations.of(this).addWarningV2(
+        "@hourglass/no-internet-egress",
+        "Hourglass has no internet egress: webhooks to public URLs will fail at once with " +
+          '"this deployment has no internet egress". Choose egress "nat-gateway" or ' +
+          '"nat-gateway-per-az" (-c egress=...), or give a VPC with private subnets that have egress.',
+      );
+    }
     const subnets: ec2.SubnetSelection = {
-      subnetType: egress ? ec2.SubnetType.PRIVATE_WITH_EGRESS : ec2.SubnetType.PRIVATE_ISOLATED,
+      subnetType: this.hasInternetEgress
+        ? ec2.SubnetType.PRIVATE_WITH_EGRESS
+        : ec2.SubnetType.PRIVATE_ISOLATED,
     };
+    this.admins = props.admins ?? [];
 
     this.eventsTable = createTable(this, "Events", EVENTS_TABLE, production);
     this.leasesTable = createTable(this, "Leases", LEASES_TABLE, production);
@@ -81,14 +123,7 @@ export class Hourglass extends Construct {
     this.schedulesTable = createTable(this, "Schedules", SCHEDULES_TABLE, production);
     this.cache = props.externalRedis
       ? undefined
-      : createCache(
-          this,
-          this.vpc,
-          subnets,
-          props.cache ?? "replication-group",
-          props.cacheNodeType ?? "cache.t4g.small",
-          production,
-        );
+      : createCache(this, this.vpc, subnets, cacheMode, props.cacheNodeType ?? "cache.t4g.small", production);
     this.securityGroups = {
       api: functionSecurityGroup(this, "Api", this.vpc),
       dispatcher: functionSecurityGroup(this, "Dispatcher", this.vpc),
@@ -159,6 +194,10 @@ export class Hourglass extends Construct {
         HOURGLASS_QUEUE_URL: this.queue.queueUrl,
         HOURGLASS_LOOKAHEAD_SECONDS: String((props.lookAhead ?? Duration.minutes(2)).toSeconds()),
         HOURGLASS_WEBHOOK_ALLOW_PRIVATE: String(props.webhookAllowPrivate ?? false),
+        HOURGLASS_INTERNET_EGRESS: String(this.hasInternetEgress),
+        ...(this.admins.length > 0 && {
+          HOURGLASS_ADMIN_PRINCIPALS: this.admins.map((role) => role.roleArn).join(","),
+        }),
         POWERTOOLS_METRICS_NAMESPACE: "Hourglass",
         ...(handlerFunctions.length > 0 && {
           HOURGLASS_LAMBDA_TARGETS: Stack.of(this).toJsonString(
@@ -216,13 +255,28 @@ export class Hourglass extends Construct {
     attachWorker(this.workerFunction, this.queue, props.workerMaxConcurrency ?? 50);
     for (const [, fn] of handlerFunctions) fn.grantInvoke(this.workerFunction);
 
-    const dispatch = createDispatchSchedule(this, this.dispatcherFunction);
+    const dispatch = createDispatchSchedule(
+      this,
+      this.dispatcherFunction,
+      props.dispatchTrigger ?? "scheduler",
+    );
     this.schedule = dispatch.schedule;
-    this.api = createApi(this, this.apiFunction, {
-      apiKeys: props.apiKeys ?? false,
-      throttle: props.throttle ?? { rateLimit: 1_000, burstLimit: 2_000 },
-      logRetention,
-    });
+    this.dispatchRule = dispatch.rule;
+    const throttle = props.throttle ?? { rateLimit: 1_000, burstLimit: 2_000 };
+    if (lean) {
+      const http = createHttpApi(this, this.apiFunction, { throttle, logRetention });
+      this.api = undefined;
+      this.httpApi = http.api;
+      this.apiUrl = http.stage.url;
+    } else {
+      this.api = createApi(this, this.apiFunction, {
+        apiKeys: props.apiKeys ?? false,
+        throttle,
+        logRetention,
+      });
+      this.httpApi = undefined;
+      this.apiUrl = this.api.url;
+    }
     const observability = createObservability(
       this,
       {
@@ -236,6 +290,37 @@ export class Hourglass extends Construct {
     );
     this.alarms = observability.alarms;
     this.dashboard = observability.dashboard;
+    for (const admin of this.admins) this.grantOperate(admin);
+  }
+
+  /**
+   * What `hourglass status|pause|resume --aws` needs, and the API: read and update the dispatcher
+   * schedule (and pass its role back, as UpdateSchedule requires), read the queues' depths, the
+   * alarms and the overdue metric, and the stack's outputs. Given to every role in `admins`.
+   */
+  grantOperate(grantee: iam.IGrantable): iam.Grant {
+    const grant = (
+      actions: string[],
+      resourceArns: string[],
+      conditions?: Record<string, Record<string, unknown>>,
+    ) => iam.Grant.addToPrincipal({ grantee, actions, resourceArns, ...(conditions && { conditions }) });
+    let combined = this.grantInvoke(grantee)
+      .combine(grant(["sqs:GetQueueAttributes"], [this.queue.queueArn, this.deadLetterQueue.queueArn]))
+      .combine(grant(["cloudformation:DescribeStacks"], [Stack.of(this).stackId]))
+      // Neither call can be narrowed to resources (GetMetricData takes none; alarms are read by name).
+      .combine(grant(["cloudwatch:DescribeAlarms", "cloudwatch:GetMetricData"], ["*"]));
+    if (this.schedule) {
+      const target = (this.schedule.node.defaultChild as scheduler.CfnSchedule)
+        .target as scheduler.CfnSchedule.TargetProperty;
+      combined = combined
+        .combine(grant(["scheduler:GetSchedule", "scheduler:UpdateSchedule"], [this.schedule.scheduleArn]))
+        .combine(
+          grant(["iam:PassRole"], [target.roleArn], {
+            StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" },
+          }),
+        );
+    }
+    return combined;
   }
 
   /** Lets a role or user call the API (IAM authorization): `hourglass.grantInvoke(myServiceRole)`. */
@@ -243,7 +328,11 @@ export class Hourglass extends Construct {
     return iam.Grant.addToPrincipal({
       grantee,
       actions: ["execute-api:Invoke"],
-      resourceArns: [this.api.arnForExecuteApi("*", "/*", this.api.deploymentStage.stageName)],
+      resourceArns: [
+        this.api
+          ? this.api.arnForExecuteApi("*", "/*", this.api.deploymentStage.stageName)
+          : this.httpApi!.arnForExecuteApi("*", "/*", "$default"),
+      ],
     });
   }
 }

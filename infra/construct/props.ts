@@ -1,22 +1,62 @@
 import type { Duration } from "aws-cdk-lib";
 import type * as ec2 from "aws-cdk-lib/aws-ec2";
+import type * as iam from "aws-cdk-lib/aws-iam";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import type * as sns from "aws-cdk-lib/aws-sns";
 
+/**
+ * How the functions reach the internet, which webhooks to public URLs need:
+ * - `nat-gateway-per-az`: a NAT gateway in each of the two AZs, so losing one AZ loses nothing;
+ * - `nat-gateway`: one NAT gateway (about half the cost; while its AZ is down, webhooks from the
+ *   other AZ fail and are retried);
+ * - `none`: isolated subnets only. Webhooks reach targets inside the VPC (with
+ *   `webhookAllowPrivate`), and any other webhook fails at once with "this deployment has no
+ *   internet egress". `cdk synth` warns.
+ */
+export type Egress = "nat-gateway-per-az" | "nat-gateway" | "none";
+
+/**
+ * - `standard`: a Valkey replication group (primary and Multi-AZ replica in production), interface
+ *   endpoints in both AZs, the REST API (API keys and usage plans available).
+ * - `lean`: for small volumes, where the fixed cost is most of the bill: ElastiCache Serverless
+ *   (Valkey, billed by data stored and ECPUs), interface endpoints in one AZ (the other AZ reaches
+ *   them across the AZ boundary), one NAT gateway, and an HTTP API with IAM authorization
+ *   ($1.00 instead of $3.50 per million requests; no API keys or usage plans).
+ */
+export type Profile = "standard" | "lean";
+
+/**
+ * What invokes the dispatcher every minute: EventBridge Scheduler (`scheduler`, on AWS), or an
+ * EventBridge rule with a rate (`events-rule`), which LocalStack executes; LocalStack's
+ * Scheduler stores schedules but never runs them.
+ */
+export type DispatchTrigger = "scheduler" | "events-rule";
+
 export interface HourglassProps {
   /**
-   * Run in this VPC instead of creating one. It needs private subnets in at least two AZs.
-   * @default a new VPC: 2 AZs, private isolated subnets, no NAT, endpoints for DynamoDB, SQS and Secrets Manager
+   * Run in this VPC instead of creating one. It needs private subnets in at least two AZs. Its
+   * private subnets with egress are used when it has them (the deployment then has internet
+   * egress); otherwise its isolated subnets, and the deployment has none.
+   * @default a new VPC over 2 AZs with the `egress` chosen, a gateway endpoint for DynamoDB and interface endpoints for SQS and Secrets Manager
    */
   readonly vpc?: ec2.IVpc;
   /**
-   * Give the worker a route to the internet (a public subnet and one NAT gateway), which webhooks
-   * to public URLs need. Without it, only targets inside the VPC are reachable.
-   * @default false
+   * How the functions reach the internet (see `Egress`). Only for the VPC Hourglass creates.
+   * @default "nat-gateway-per-az" when `production` with the standard profile; "nat-gateway" otherwise
    */
-  readonly internetEgress?: boolean;
+  readonly egress?: Egress;
+  /** @default "standard" */
+  readonly profile?: Profile;
+  /** @default "scheduler" */
+  readonly dispatchTrigger?: DispatchTrigger;
+  /**
+   * Roles allowed to call the admin routes (`/v1/admin/*`, which act on every tenant) and granted
+   * what `hourglass status|pause|resume --aws` needs (`grantOperate`). No one else may call them.
+   * @default none: the admin routes answer 403 to every caller
+   */
+  readonly admins?: readonly iam.IRole[];
   /**
    * Production settings: deletion protection on the tables, RETAIN removal policies, and a
    * Multi-AZ cache replica. Turn off for throwaway environments.
@@ -26,7 +66,7 @@ export interface HourglassProps {
   /**
    * `replication-group`: a Valkey primary and replica with TLS and AUTH. `serverless`: ElastiCache
    * Serverless (Valkey), TLS, cluster protocol; the scripts' hash tags keep them valid there.
-   * @default "replication-group"
+   * @default "replication-group" ("serverless" with profile lean)
    */
   readonly cache?: "replication-group" | "serverless";
   /**
@@ -61,7 +101,7 @@ export interface HourglassProps {
    * @default none
    */
   readonly handlerFunctions?: Readonly<Record<string, lambda.IFunction>>;
-  /** Require an API key (and a usage plan) on every method, on top of IAM. @default false */
+  /** Require an API key (and a usage plan) on every method, on top of IAM (standard profile only). @default false */
   readonly apiKeys?: boolean;
   /** @default { rateLimit: 1000, burstLimit: 2000 } requests per second */
   readonly throttle?: { readonly rateLimit: number; readonly burstLimit: number };
@@ -139,10 +179,28 @@ export function validateProps(props: HourglassProps): void {
       );
     }
   }
-  if (props.vpc && props.internetEgress) {
+  if (props.egress !== undefined && !["nat-gateway-per-az", "nat-gateway", "none"].includes(props.egress)) {
+    problems.push(`egress must be nat-gateway-per-az, nat-gateway or none (got ${String(props.egress)})`);
+  }
+  if (props.vpc && props.egress !== undefined) {
     problems.push(
-      "internetEgress builds a NAT into the VPC Hourglass creates; with your own vpc, give it egress yourself",
+      "egress builds NAT gateways into the VPC Hourglass creates; with your own vpc, its private subnets with egress (or their absence) decide",
     );
+  }
+  if (props.profile !== undefined && !["standard", "lean"].includes(props.profile)) {
+    problems.push(`profile must be standard or lean (got ${String(props.profile)})`);
+  }
+  if (props.dispatchTrigger !== undefined && !["scheduler", "events-rule"].includes(props.dispatchTrigger)) {
+    problems.push(`dispatchTrigger must be scheduler or events-rule (got ${String(props.dispatchTrigger)})`);
+  }
+  if (props.profile === "lean" && props.cache === "replication-group") {
+    problems.push("profile lean uses ElastiCache Serverless; leave cache unset or set it to serverless");
+  }
+  if (props.profile === "lean" && props.cacheNodeType) {
+    problems.push("cacheNodeType applies to the replication group, which profile lean does not use");
+  }
+  if (props.profile === "lean" && props.apiKeys) {
+    problems.push("apiKeys need the REST API; profile lean uses an HTTP API, which has no API keys");
   }
   if (problems.length > 0) throw new HourglassPropsError(problems);
 }

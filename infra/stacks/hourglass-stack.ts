@@ -1,4 +1,4 @@
-import { CfnOutput, Stack, type StackProps } from "aws-cdk-lib";
+import { CfnOutput, Fn, Stack, type StackProps } from "aws-cdk-lib";
 import type { Construct } from "constructs";
 import { Hourglass, type HourglassProps } from "../construct/hourglass.ts";
 import { acknowledgeFindings } from "../nag.ts";
@@ -16,11 +16,25 @@ export class HourglassStack extends Stack {
     this.hourglass = new Hourglass(this, "Hourglass", props.hourglass);
     acknowledgeFindings(this.hourglass);
     new CfnOutput(this, "ApiUrl", {
-      value: this.hourglass.api.url,
+      value: this.hourglass.apiUrl,
       description: "HOURGLASS_URL for the CLI and client",
     });
     new CfnOutput(this, "EventsTable", { value: this.hourglass.eventsTable.tableName });
     new CfnOutput(this, "WorkQueueUrl", { value: this.hourglass.queue.queueUrl });
     new CfnOutput(this, "Dashboard", { value: this.hourglass.dashboard.dashboardName });
+    // Read by `hourglass status|pause|resume --aws --stack NAME` (shared/cli/ops-commands.ts).
+    if (this.hourglass.schedule) {
+      new CfnOutput(this, "DispatchSchedule", { value: this.hourglass.schedule.scheduleName });
+      new CfnOutput(this, "DispatchScheduleGroup", {
+        value: this.hourglass.schedule.scheduleGroup?.scheduleGroupName ?? "default",
+      });
+    }
+    new CfnOutput(this, "DeadLetterQueueUrl", { value: this.hourglass.deadLetterQueue.queueUrl });
+    new CfnOutput(this, "AlarmNames", {
+      value: Fn.join(
+        ",",
+        Object.values(this.hourglass.alarms).map((alarm) => alarm.alarmName),
+      ),
+    });
   }
 }

@@ -6,6 +6,7 @@ import { type EventBody, HourglassApiError, HourglassClient } from "../client/cl
 import { addDashboardCommand } from "./dashboard-command.ts";
 import { importEvents } from "./import.ts";
 import { addLedgerCommands } from "./ledger-commands.ts";
+import { addOpsCommands } from "./ops-commands.ts";
 import { checkRequiredOptions, need } from "./options.ts";
 import { eventDetails, eventTable, output, statsReport } from "./output.ts";
 import { addScheduleCommands } from "./schedule-commands.ts";
@@ -224,6 +225,7 @@ export function program(): Command {
   addLedgerCommands(root, context);
   addDashboardCommand(root);
   addScheduleCommands(root, context);
+  addOpsCommands(root, context);
   return root;
 }
 

@@ -7,6 +7,7 @@ import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
 import { type DispatchMessage, inlinePayload } from "./model.ts";
+import { isDispatchPaused } from "./pause.ts";
 import { indexRunAt } from "./run-at.ts";
 import { sendOrRelease } from "./send.ts";
 
@@ -28,6 +29,8 @@ export interface TickReport {
   skippedGroups: number;
   /** Occurrences of recurring schedules created by the tick hook. */
   materialized: number;
+  /** An operator paused dispatch (`POST /v1/admin/pause`): nothing was claimed. */
+  paused?: boolean;
 }
 
 /** Lease names of the system live under a tenant no client can have (`~` is not allowed in tenants). */
@@ -75,6 +78,8 @@ export class Dispatcher {
         this.deps.logger.error("schedule materialization failed", { error: describe(error) });
       }
     }
+    // Paused by an operator: occurrences above are still created (accepted work), nothing is claimed.
+    if (await isDispatchPaused(this.deps.index.client, config.keyPrefix)) return { ...report, paused: true };
     // Every group and every shard on its own: one that fails (a lease table hiccup, an index entry
     // no script can read, a send that throws) is logged and retried next tick, and never stops the
     // others, nor the recovery sweep below (invariant 7).
@@ -93,6 +98,20 @@ export class Dispatcher {
           return;
         }
         try {
+          // Asked again once the group is leased (which can take a while under load): a pause
+          // that landed since the start of the tick stops this group before it claims anything.
+          let paused: boolean;
+          try {
+            paused = await isDispatchPaused(this.deps.index.client, config.keyPrefix);
+          } catch (error) {
+            this.deps.logger.error("dispatcher pause check failed", { group, error: describe(error) });
+            report.failedShards.push(...shards);
+            return;
+          }
+          if (paused) {
+            report.paused = true;
+            return;
+          }
           await Promise.all(shards.map((shard) => this.drainSafely(shard, deadline, report)));
         } finally {
           if (token !== undefined) await this.releaseGroup(group, token).catch(() => {});

@@ -20,6 +20,7 @@ import {
   type NewEvent,
   type ScheduleResult,
 } from "./model.ts";
+import { directDispatchHorizon } from "./pause.ts";
 import { indexRunAt } from "./run-at.ts";
 import { sendOrRelease } from "./send.ts";
 import { parseReschedule, toNewEvent, type ValidationRules } from "./validate.ts";
@@ -157,7 +158,16 @@ export class EventService {
       runAt: event.runAt,
       body: encodeBody(event, journal ? "journal" : { inline: event.payload }),
     }));
-    const codes = await index.schedule(entries, now, now + config.lookAheadMs, config.dispatchLeaseMs);
+    // While dispatch is paused nothing is sent directly: every entry waits in the index. The same
+    // horizon applies to the re-schedule of stale entries below.
+    const horizon = await directDispatchHorizon(
+      index.client,
+      config.keyPrefix,
+      now,
+      config.lookAheadMs,
+      entries.map((entry) => entry.runAt),
+    );
+    const codes = await index.schedule(entries, now, horizon, config.dispatchLeaseMs);
     if (journal) {
       // The journal has just created these ids, so an index entry under one of them belongs to an
       // older event whose journal item expired after its retention (or was left by a crash): the
@@ -168,7 +178,7 @@ export class EventService {
         const again = await index.schedule(
           stale.map((i) => entries[i]!),
           now,
-          now + config.lookAheadMs,
+          horizon,
           config.dispatchLeaseMs,
         );
         stale.forEach((i, n) => {
@@ -319,7 +329,7 @@ export class EventService {
       member,
       runAt,
       now,
-      now + config.lookAheadMs,
+      await directDispatchHorizon(index.client, config.keyPrefix, now, config.lookAheadMs, [runAt]),
       config.dispatchLeaseMs,
     );
     if (result.code === ScriptCode.CONFLICT)
@@ -387,7 +397,14 @@ export class EventService {
     const revived = await index.revive(member, indexRunAt(item.runAt), {
       // Only an index entry that died before the journal's replay is revived by it.
       diedBefore: item.updatedAt,
-      direct: { now, dispatchUntil: now + config.lookAheadMs, leaseMs: config.dispatchLeaseMs },
+      direct: {
+        now,
+        // While dispatch is paused a replayed event waits in the index like any other.
+        dispatchUntil: await directDispatchHorizon(index.client, config.keyPrefix, now, config.lookAheadMs, [
+          indexRunAt(item.runAt),
+        ]),
+        leaseMs: config.dispatchLeaseMs,
+      },
     });
     if (finishing && revived.code !== ScriptCode.OK && revived.code !== ScriptCode.DISPATCHED) {
       // Not a dead letter in the index either: nothing to finish, so the answer stays a conflict.

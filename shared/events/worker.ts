@@ -11,6 +11,7 @@ import { parseOccurrenceId } from "../schedules/occurrence-id.ts";
 import { backoffDelay } from "./backoff.ts";
 import type { EngineDeps } from "./deps.ts";
 import type { DispatchMessage } from "./model.ts";
+import { directDispatchHorizon } from "./pause.ts";
 import { sendOrRelease } from "./send.ts";
 
 export type WorkOutcome = "succeeded" | "retrying" | "dead" | "dropped";
@@ -252,7 +253,10 @@ export class Worker {
       }
       const retried = await index.retry(done.message, nextRunAt, {
         now,
-        dispatchUntil: now + config.lookAheadMs,
+        // While dispatch is paused the retry waits in the index for the resume.
+        dispatchUntil: await directDispatchHorizon(index.client, config.keyPrefix, now, config.lookAheadMs, [
+          nextRunAt,
+        ]),
         leaseMs: config.dispatchLeaseMs,
       });
       if (retried.code === ScriptCode.DISPATCHED) {

@@ -4,6 +4,7 @@ import { request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { z } from "zod";
 import { type AddressPolicy, portRefusal, refusalFor } from "./address-guard.ts";
+import { requireEgressFor } from "./egress.ts";
 import { ForbiddenAddressError, NonRetryableError, WebhookRequestError } from "./errors.ts";
 import { defineHandler } from "./registry.ts";
 import { signatureHeaders, type WebhookSigning } from "./signing.ts";
@@ -40,6 +41,7 @@ export function webhookHandler(options: WebhookOptions) {
     webhookPayload,
     async (payload, context) => {
       const url = new URL(payload.url);
+      await requireEgressFor(url, options.policy);
       const body =
         payload.body === undefined
           ? ""

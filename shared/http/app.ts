@@ -16,6 +16,7 @@ import { mountDocs } from "./docs.ts";
 import { checkHealth, type HealthReport } from "./health.ts";
 import { localRequestGuard } from "./local-guard.ts";
 import { problem, problemFor, sendProblem } from "./problem.ts";
+import { type AdminControl, adminControl, mountAdminRoutes } from "./routes/admin.ts";
 import { mountEventRoutes } from "./routes/events.ts";
 import { mountLeaseRoutes } from "./routes/leases.ts";
 import { mountHealthRoute, mountOperationRoutes } from "./routes/operations.ts";
@@ -47,6 +48,7 @@ export interface ApiDeps {
   readonly insights?: Insights;
   readonly schedules?: ScheduleService | undefined;
   health(): Promise<HealthReport>;
+  readonly admin?: AdminControl;
 }
 
 export function apiDeps(hourglass: Hourglass): ApiDeps {
@@ -60,6 +62,7 @@ export function apiDeps(hourglass: Hourglass): ApiDeps {
     insights: insightsOf(hourglass),
     schedules: hourglass.schedules,
     health: () => checkHealth(hourglass),
+    admin: adminControl(hourglass),
   };
 }
 
@@ -92,6 +95,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   mountHealthRoute(app, deps.health, (c) => "tenant" in identify(c), deps.logger);
   app.get("/openapi.json", (c) => c.json(openApiDocument(app)));
   mountDocs(app);
+  mountAdminRoutes(app, deps); // before tenancy: admin tokens name no tenant
   app.use("/v1/*", ...jsonBodies(deps.config.maxBodyBytes), tenancy(deps.config));
   mountEventRoutes(app, deps.events);
   mountOperationRoutes(app, deps.events);

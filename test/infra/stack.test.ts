@@ -120,8 +120,8 @@ describe("HourglassStack", () => {
     template.resourceCountIs("AWS::CloudWatch::Dashboard", 1);
   });
 
-  it("has no NAT gateway by default, and endpoints for DynamoDB, SQS and Secrets Manager", () => {
-    template.resourceCountIs("AWS::EC2::NatGateway", 0);
+  it("reaches the internet by default (a NAT gateway per AZ), with endpoints for DynamoDB, SQS and Secrets Manager", () => {
+    template.resourceCountIs("AWS::EC2::NatGateway", 2);
     template.resourceCountIs("AWS::EC2::VPCEndpoint", 3);
   });
 

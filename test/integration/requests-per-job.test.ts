@@ -99,3 +99,83 @@ it("counts the AWS requests of one job", async () => {
   expect(new Set(rec.runs.map((r) => r.id)).size).toBe(jobs);
   expect(rec.runs).toHaveLength(jobs);
 }, 120_000);
+
+/**
+ * The same count for the other paths docs/cost.md prices: batch submission (TransactWriteItems,
+ * 100 items a transaction), a job that fails once and is retried, and a job cancelled before it
+ * is dispatched. Each writes `.hourglass/requests-per-job-<path>.json`.
+ */
+const measure = async (path: string, jobs: number, work: () => Promise<void>) => {
+  for (const key of Object.keys(counts)) delete counts[key];
+  await work();
+  const perJob = Object.fromEntries(
+    Object.keys(counts)
+      .sort()
+      .map((k) => [k, Number(((counts[k] ?? 0) / jobs).toFixed(3))]),
+  );
+  writeFileSync(
+    `.hourglass/requests-per-job-${path}.json`,
+    `${JSON.stringify({ path, jobs, perJob }, null, 2)}\n`,
+  );
+  console.log(path, JSON.stringify(perJob));
+  return (key: string) => perJob[key] ?? 0;
+};
+
+it("counts the AWS requests of one job on the batch, retry and cancel paths", async () => {
+  const jobs = 200;
+  const runtime = startRuntime(hg, { tickMs: 1_000 });
+  try {
+    const before = rec.runs.length;
+    const batch = await measure("batch", jobs, async () => {
+      const results = await hg.events.scheduleBatch(
+        "acme",
+        Array.from({ length: jobs }, (_, i) => ({
+          type: "test.record",
+          payload: { label: `b-${i}` },
+          delaySeconds: 7,
+        })),
+      );
+      expect(results.every((r) => r.ok)).toBe(true);
+      await eventually(
+        async () => (rec.runs.length >= before + jobs ? true : undefined),
+        60_000,
+        "the batch to run",
+      );
+      await new Promise((done) => setTimeout(done, 1_500));
+    });
+    expect(
+      batch("dynamodb:TransactWriteCommand") + batch("dynamodb:TransactWriteItemsCommand"),
+    ).toBeLessThanOrEqual(0.02);
+    expect(batch("dynamodb:PutCommand") + batch("dynamodb:PutItemCommand")).toBe(0);
+
+    const retryStart = rec.runs.length;
+    const retry = await measure("retry", jobs, async () => {
+      for (let i = 0; i < jobs; i++)
+        await hg.events.schedule("acme", { type: "test.record", payload: { failTimes: 1 }, delaySeconds: 7 });
+      // Two runs per job: the failure and the retry.
+      await eventually(
+        async () => (rec.runs.length >= retryStart + 2 * jobs ? true : undefined),
+        90_000,
+        "every job to fail once and succeed",
+      );
+      await new Promise((done) => setTimeout(done, 1_500));
+    });
+    // The retry record and the success record.
+    expect(retry("dynamodb:UpdateCommand") + retry("dynamodb:UpdateItemCommand")).toBeGreaterThanOrEqual(2);
+
+    const cancel = await measure("cancel", jobs, async () => {
+      for (let i = 0; i < jobs; i++) {
+        const { event } = await hg.events.schedule("acme", {
+          type: "test.record",
+          payload: {},
+          delaySeconds: 3_600,
+        });
+        await hg.events.cancel("acme", event.id);
+      }
+    });
+    expect(cancel("dynamodb:PutCommand") + cancel("dynamodb:PutItemCommand")).toBeCloseTo(1, 5);
+    expect(cancel("sqs:SendMessageBatchCommand")).toBe(0);
+  } finally {
+    await runtime.stop();
+  }
+}, 240_000);

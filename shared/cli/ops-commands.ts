@@ -1,0 +1,341 @@
+import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
+import { CloudWatchClient, DescribeAlarmsCommand, GetMetricDataCommand } from "@aws-sdk/client-cloudwatch";
+import {
+  GetScheduleCommand,
+  type GetScheduleCommandOutput,
+  SchedulerClient,
+  type ScheduleState,
+  UpdateScheduleCommand,
+  type UpdateScheduleCommandInput,
+} from "@aws-sdk/client-scheduler";
+import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
+import Table from "cli-table3";
+import type { Command } from "commander";
+import { METRIC, METRICS_NAMESPACE } from "../metrics.ts";
+import type { Output } from "./output.ts";
+
+/** The stack outputs `hourglass status|pause|resume --aws` reads (infra/stacks/hourglass-stack.ts). */
+export const OPS_OUTPUTS = {
+  schedule: "DispatchSchedule",
+  scheduleGroup: "DispatchScheduleGroup",
+  queue: "WorkQueueUrl",
+  deadLetterQueue: "DeadLetterQueueUrl",
+  alarms: "AlarmNames",
+} as const;
+
+export interface OpsClients {
+  readonly cloudFormation: CloudFormationClient;
+  readonly scheduler: SchedulerClient;
+  readonly sqs: SQSClient;
+  readonly cloudWatch: CloudWatchClient;
+}
+
+export function opsClients(region?: string): OpsClients {
+  const config = region ? { region } : {};
+  return {
+    cloudFormation: new CloudFormationClient(config),
+    scheduler: new SchedulerClient(config),
+    sqs: new SQSClient(config),
+    cloudWatch: new CloudWatchClient(config),
+  };
+}
+
+export class OpsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "OpsError";
+  }
+}
+
+interface Deployment {
+  readonly schedule: string;
+  readonly scheduleGroup: string;
+  readonly queueUrl: string;
+  readonly deadLetterQueueUrl: string;
+  readonly alarms: readonly string[];
+}
+
+async function deployment(clients: OpsClients, stack: string): Promise<Deployment> {
+  const described = await clients.cloudFormation.send(new DescribeStacksCommand({ StackName: stack }));
+  const outputs = new Map(
+    (described.Stacks?.[0]?.Outputs ?? []).map((o) => [o.OutputKey ?? "", o.OutputValue ?? ""]),
+  );
+  const need = (key: string) => {
+    const value = outputs.get(key);
+    if (!value) {
+      throw new OpsError(
+        `stack ${stack} has no ${key} output: it predates these commands, or its dispatcher runs from an EventBridge rule (LocalStack); redeploy it`,
+      );
+    }
+    return value;
+  };
+  return {
+    schedule: need(OPS_OUTPUTS.schedule),
+    scheduleGroup: outputs.get(OPS_OUTPUTS.scheduleGroup) || "default",
+    queueUrl: need(OPS_OUTPUTS.queue),
+    deadLetterQueueUrl: need(OPS_OUTPUTS.deadLetterQueue),
+    alarms: (outputs.get(OPS_OUTPUTS.alarms) ?? "").split(",").filter(Boolean),
+  };
+}
+
+export interface AwsStatus {
+  readonly stack: string;
+  readonly dispatcher: {
+    readonly schedule: string;
+    readonly state: string;
+    readonly expression: string;
+    readonly lastModified: string | undefined;
+  };
+  readonly queue: QueueDepth;
+  readonly deadLetterQueue: QueueDepth;
+  readonly alarmsInAlarm: readonly string[];
+  /** The dispatcher's latest OldestOverdueMs metric (last 15 minutes), or null without data. */
+  readonly oldestOverdueMs: number | null;
+}
+
+interface QueueDepth {
+  readonly visible: number;
+  readonly inFlight: number;
+  readonly delayed: number;
+}
+
+async function depth(sqs: SQSClient, queueUrl: string): Promise<QueueDepth> {
+  const { Attributes: a = {} } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+      ],
+    }),
+  );
+  return {
+    visible: Number(a.ApproximateNumberOfMessages ?? 0),
+    inFlight: Number(a.ApproximateNumberOfMessagesNotVisible ?? 0),
+    delayed: Number(a.ApproximateNumberOfMessagesDelayed ?? 0),
+  };
+}
+
+/** Is it dispatching? The schedule, the queues, the alarms firing and the oldest overdue event. */
+export async function awsStatus(clients: OpsClients, stack: string, now = new Date()): Promise<AwsStatus> {
+  const d = await deployment(clients, stack);
+  const [schedule, queue, deadLetterQueue, alarms, overdue] = await Promise.all([
+    clients.scheduler.send(new GetScheduleCommand({ Name: d.schedule, GroupName: d.scheduleGroup })),
+    depth(clients.sqs, d.queueUrl),
+    depth(clients.sqs, d.deadLetterQueueUrl),
+    d.alarms.length === 0
+      ? Promise.resolve({ MetricAlarms: [] })
+      : clients.cloudWatch.send(
+          new DescribeAlarmsCommand({ AlarmNames: [...d.alarms], StateValue: "ALARM" }),
+        ),
+    clients.cloudWatch.send(
+      new GetMetricDataCommand({
+        StartTime: new Date(now.getTime() - 15 * 60_000),
+        EndTime: now,
+        ScanBy: "TimestampDescending",
+        MetricDataQueries: [
+          {
+            Id: "overdue",
+            MetricStat: {
+              Metric: {
+                Namespace: METRICS_NAMESPACE,
+                MetricName: METRIC.overdueLag,
+                Dimensions: [{ Name: "service", Value: "dispatcher" }],
+              },
+              Period: 60,
+              Stat: "Maximum",
+            },
+          },
+        ],
+      }),
+    ),
+  ]);
+  const latest = overdue.MetricDataResults?.[0]?.Values?.[0];
+  return {
+    stack,
+    dispatcher: {
+      schedule: `${d.scheduleGroup}/${d.schedule}`,
+      state: schedule.State ?? "unknown",
+      expression: schedule.ScheduleExpression ?? "",
+      lastModified: schedule.LastModificationDate?.toISOString(),
+    },
+    queue,
+    deadLetterQueue,
+    alarmsInAlarm: (alarms.MetricAlarms ?? []).map((a) => a.AlarmName ?? "").filter(Boolean),
+    oldestOverdueMs: latest ?? null,
+  };
+}
+
+/**
+ * The UpdateSchedule request that changes only the state: UpdateSchedule replaces the whole
+ * schedule, so every field GetSchedule returned is carried over (a field left out is reset).
+ */
+export function updateInputFor(
+  schedule: GetScheduleCommandOutput,
+  state: ScheduleState,
+): UpdateScheduleCommandInput {
+  if (!schedule.Name || !schedule.ScheduleExpression || !schedule.Target || !schedule.FlexibleTimeWindow) {
+    throw new OpsError("GetSchedule returned an incomplete schedule; refusing to overwrite it");
+  }
+  return {
+    Name: schedule.Name,
+    GroupName: schedule.GroupName,
+    ScheduleExpression: schedule.ScheduleExpression,
+    ScheduleExpressionTimezone: schedule.ScheduleExpressionTimezone,
+    StartDate: schedule.StartDate,
+    EndDate: schedule.EndDate,
+    Description: schedule.Description,
+    State: state,
+    KmsKeyArn: schedule.KmsKeyArn,
+    Target: schedule.Target,
+    FlexibleTimeWindow: schedule.FlexibleTimeWindow,
+    ActionAfterCompletion: schedule.ActionAfterCompletion,
+  };
+}
+
+/** Disables (pause) or enables (resume) the dispatcher's schedule; returns the state before and after. */
+export async function setDispatcherState(
+  clients: OpsClients,
+  stack: string,
+  state: ScheduleState,
+): Promise<{ stack: string; schedule: string; before: string; after: string }> {
+  const d = await deployment(clients, stack);
+  const current = await clients.scheduler.send(
+    new GetScheduleCommand({ Name: d.schedule, GroupName: d.scheduleGroup }),
+  );
+  const schedule = `${d.scheduleGroup}/${d.schedule}`;
+  const before = current.State ?? "unknown";
+  if (before === state) return { stack, schedule, before, after: state };
+  await clients.scheduler.send(new UpdateScheduleCommand(updateInputFor(current, state)));
+  return { stack, schedule, before, after: state };
+}
+
+function statusTable(s: AwsStatus): string {
+  const table = new Table();
+  const q = (d: QueueDepth) => `${d.visible} waiting, ${d.inFlight} in flight, ${d.delayed} delayed`;
+  table.push(
+    { stack: s.stack },
+    { dispatcher: `${s.dispatcher.state} (${s.dispatcher.expression}) ${s.dispatcher.schedule}` },
+    { "last change": s.dispatcher.lastModified ?? "unknown" },
+    { "work queue": q(s.queue) },
+    { "dead letters": q(s.deadLetterQueue) },
+    { "alarms in ALARM": s.alarmsInAlarm.length === 0 ? "none" : s.alarmsInAlarm.join("\n") },
+    { "oldest overdue": s.oldestOverdueMs === null ? "no data" : `${s.oldestOverdueMs} ms` },
+  );
+  return table.toString();
+}
+
+interface OpsGlobals {
+  url: string;
+  token?: string;
+  region?: string;
+  json?: boolean;
+}
+
+type Context = (command: Command) => { out: Output };
+
+/** One line on stderr and exit code 1 for what an operator can act on; anything else is a bug. */
+const reported =
+  <A extends unknown[]>(action: (...args: A) => Promise<void>) =>
+  async (...args: A): Promise<void> => {
+    try {
+      await action(...args);
+    } catch (error) {
+      const known =
+        error instanceof OpsError ||
+        (error instanceof Error && "$metadata" in error) ||
+        (error instanceof Error && error.name === "CredentialsProviderError");
+      if (!known) throw error;
+      process.stderr.write(`hourglass: ${error.message}\n`);
+      process.exitCode = 1;
+    }
+  };
+
+/** Calls the local admin routes with the admin token (`--token` or HOURGLASS_TOKEN). */
+async function local(globals: OpsGlobals, method: "GET" | "POST", path: string): Promise<unknown> {
+  const response = await fetch(new URL(path, globals.url), {
+    method,
+    headers: globals.token ? { authorization: `Bearer ${globals.token}` } : {},
+  });
+  const text = await response.text();
+  if (!response.ok) {
+    let detail = text;
+    try {
+      const problem = JSON.parse(text) as { title?: string; detail?: string };
+      detail = [problem.title, problem.detail].filter(Boolean).join(": ");
+    } catch {}
+    throw new OpsError(`${method} ${path} answered ${response.status}: ${detail}`);
+  }
+  return JSON.parse(text);
+}
+
+/**
+ * `hourglass status|pause|resume`: locally through the admin routes; with `--aws`, on a deployed
+ * stack through EventBridge Scheduler, SQS, CloudWatch and the stack's outputs.
+ */
+export function addOpsCommands(root: Command, context: Context): void {
+  const withAws = (command: Command) =>
+    command
+      .option("--aws", "act on a deployed stack (AWS credentials from the usual chain)")
+      .option("--stack <name>", "the stack's name, with --aws", "Hourglass");
+
+  withAws(
+    root.command("status").description("is it dispatching? (paused or not, index, queues, alarms)"),
+  ).action(
+    reported(async (options: { aws?: boolean; stack: string }, command: Command) => {
+      const { out } = context(command);
+      const globals = command.optsWithGlobals<OpsGlobals>();
+      if (options.aws) {
+        const status = await awsStatus(opsClients(globals.region), options.stack);
+        out.print(status, () => statusTable(status));
+        return;
+      }
+      const status = (await local(globals, "GET", "/v1/admin/status")) as {
+        paused: boolean;
+        indexSize: number;
+        oldestOverdueMs: number;
+      };
+      out.print(
+        status,
+        () =>
+          `dispatch: ${status.paused ? "PAUSED" : "running"}    index size: ${status.indexSize}    oldest overdue: ${status.oldestOverdueMs} ms`,
+      );
+    }),
+  );
+
+  for (const [name, paused] of [
+    ["pause", true],
+    ["resume", false],
+  ] as const) {
+    withAws(
+      root
+        .command(name)
+        .description(
+          paused
+            ? "stop dispatching (events are still accepted; nothing is claimed)"
+            : "dispatch again (overdue events run in due order, never early)",
+        ),
+    ).action(
+      reported(async (options: { aws?: boolean; stack: string }, command: Command) => {
+        const { out } = context(command);
+        const globals = command.optsWithGlobals<OpsGlobals>();
+        if (options.aws) {
+          const result = await setDispatcherState(
+            opsClients(globals.region),
+            options.stack,
+            paused ? "DISABLED" : "ENABLED",
+          );
+          out.print(result, () =>
+            result.before === result.after
+              ? `${result.schedule} was already ${result.after}`
+              : `${result.schedule}: ${result.before} → ${result.after}`,
+          );
+          return;
+        }
+        const status = await local(globals, "POST", `/v1/admin/${name}`);
+        out.print(status, () => (paused ? "dispatch paused" : "dispatch resumed"));
+      }),
+    );
+  }
+}

@@ -1,0 +1,208 @@
+import { readFileSync } from "node:fs";
+import { App, Stack, Validations } from "aws-cdk-lib";
+import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
+import { Vpc } from "aws-cdk-lib/aws-ec2";
+import { AccountRootPrincipal, Role } from "aws-cdk-lib/aws-iam";
+import { AwsSolutionsChecks } from "cdk-nag";
+import { describe, expect, it } from "vitest";
+import { Hourglass } from "../../infra/construct/hourglass.ts";
+import { HourglassPropsError } from "../../infra/construct/props.ts";
+import { acknowledgeFindings } from "../../infra/nag.ts";
+import { HourglassStack, type HourglassStackProps } from "../../infra/stacks/hourglass-stack.ts";
+
+// Bundling is skipped (the `cdk synth` test bundles); these tests read the templates.
+const synth = (hourglass: HourglassStackProps["hourglass"] = {}) => {
+  const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+  const stack = new HourglassStack(app, "Test", {
+    env: { account: "111111111111", region: "eu-west-1" },
+    hourglass,
+  });
+  return { app, stack, template: Template.fromStack(stack) };
+};
+
+const hourglassFunctions = (template: Template) =>
+  Object.values(template.findResources("AWS::Lambda::Function")).filter(
+    (f) => f.Properties.Environment?.Variables?.HOURGLASS_MODE === "aws",
+  );
+
+const passesNag = (app: App) => {
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  expect(() => app.synth()).not.toThrow();
+};
+
+describe("egress", () => {
+  it("delivers webhooks by default: a NAT gateway per AZ in production, the functions behind it", () => {
+    const { stack, template } = synth();
+    template.resourceCountIs("AWS::EC2::NatGateway", 2);
+    for (const fn of hourglassFunctions(template)) {
+      expect(fn.Properties.Environment.Variables.HOURGLASS_INTERNET_EGRESS).toBe("true");
+    }
+    // The functions' subnets route 0.0.0.0/0 to a NAT gateway.
+    const routes = Object.values(template.findResources("AWS::EC2::Route")).filter(
+      (r) => r.Properties.NatGatewayId,
+    );
+    expect(routes).toHaveLength(2);
+    expect(stack.hourglass.hasInternetEgress).toBe(true);
+    Annotations.fromStack(stack).hasNoWarning("*", Match.stringLikeRegexp("no internet egress"));
+  });
+
+  it("uses one NAT gateway outside production, and in the lean profile", () => {
+    synth({ production: false }).template.resourceCountIs("AWS::EC2::NatGateway", 1);
+    synth({ profile: "lean" }).template.resourceCountIs("AWS::EC2::NatGateway", 1);
+  });
+
+  it("warns at synth time, and tells the functions, when there is no egress", () => {
+    const { stack, template } = synth({ egress: "none" });
+    template.resourceCountIs("AWS::EC2::NatGateway", 0);
+    for (const fn of hourglassFunctions(template)) {
+      expect(fn.Properties.Environment.Variables.HOURGLASS_INTERNET_EGRESS).toBe("false");
+    }
+    Annotations.fromStack(stack).hasWarning("*", Match.stringLikeRegexp("has no internet egress"));
+  });
+
+  it("passes webhookAllowPrivate to the functions", () => {
+    const { template } = synth({ webhookAllowPrivate: true });
+    for (const fn of hourglassFunctions(template)) {
+      expect(fn.Properties.Environment.Variables.HOURGLASS_WEBHOOK_ALLOW_PRIVATE).toBe("true");
+    }
+  });
+
+  it("refuses egress with a VPC of the user's, where its subnets decide", () => {
+    const stack = new Stack(new App(), "Own");
+    const vpc = new Vpc(stack, "Vpc");
+    expect(() => new Hourglass(stack, "Hourglass", { vpc, egress: "nat-gateway" })).toThrow(
+      HourglassPropsError,
+    );
+  });
+});
+
+describe("the LocalStack variant", () => {
+  it("drives the dispatcher with an EventBridge rule every minute instead of Scheduler", () => {
+    const { stack, template } = synth({ production: false, dispatchTrigger: "events-rule" });
+    template.resourceCountIs("AWS::Scheduler::Schedule", 0);
+    const dispatcher = stack.getLogicalId(stack.hourglass.dispatcherFunction.node.defaultChild as never);
+    template.hasResourceProperties("AWS::Events::Rule", {
+      ScheduleExpression: "rate(1 minute)",
+      State: "ENABLED",
+      Targets: [
+        Match.objectLike({
+          Arn: { "Fn::GetAtt": [dispatcher, "Arn"] },
+          RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 60 },
+          DeadLetterConfig: { Arn: Match.anyValue() },
+        }),
+      ],
+    });
+    template.hasResourceProperties("AWS::Lambda::Permission", {
+      Action: "lambda:InvokeFunction",
+      Principal: "events.amazonaws.com",
+      FunctionName: { "Fn::GetAtt": [dispatcher, "Arn"] },
+    });
+  });
+
+  it("passes cdk-nag", () => {
+    passesNag(synth({ production: false, dispatchTrigger: "events-rule" }).app);
+  });
+});
+
+describe("the lean profile", () => {
+  const { app, stack, template } = synth({ profile: "lean" });
+
+  it("uses ElastiCache Serverless (Valkey) instead of a replication group", () => {
+    template.resourceCountIs("AWS::ElastiCache::ReplicationGroup", 0);
+    template.hasResourceProperties("AWS::ElastiCache::ServerlessCache", { Engine: "valkey" });
+  });
+
+  it("puts the interface endpoints in one AZ", () => {
+    const endpoints = Object.values(template.findResources("AWS::EC2::VPCEndpoint")).filter(
+      (e) => e.Properties.VpcEndpointType === "Interface",
+    );
+    expect(endpoints).toHaveLength(2);
+    for (const endpoint of endpoints) expect(endpoint.Properties.SubnetIds).toHaveLength(1);
+  });
+
+  it("serves an HTTP API with IAM authorization on every route, throttling and access logs, and no REST API", () => {
+    template.resourceCountIs("AWS::ApiGateway::RestApi", 0);
+    template.resourceCountIs("AWS::ApiGatewayV2::Api", 1);
+    const routes = Object.values(template.findResources("AWS::ApiGatewayV2::Route"));
+    expect(routes.length).toBeGreaterThan(0);
+    for (const route of routes) expect(route.Properties.AuthorizationType).toBe("AWS_IAM");
+    template.hasResourceProperties("AWS::ApiGatewayV2::Integration", { PayloadFormatVersion: "1.0" });
+    template.hasResourceProperties("AWS::ApiGatewayV2::Stage", {
+      StageName: "$default",
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: 1000, ThrottlingBurstLimit: 2000 },
+      AccessLogSettings: Match.objectLike({ DestinationArn: Match.anyValue() }),
+    });
+    expect(stack.hourglass.api).toBeUndefined();
+    expect(stack.hourglass.httpApi).toBeDefined();
+  });
+
+  it("refuses what the lean profile cannot give", () => {
+    const stack = new Stack(new App(), "Bad");
+    expect(
+      () => new Hourglass(stack, "Hourglass", { profile: "lean", apiKeys: true, cache: "replication-group" }),
+    ).toThrow(HourglassPropsError);
+  });
+
+  it("passes cdk-nag", () => {
+    passesNag(app);
+  });
+});
+
+describe("admins and operators", () => {
+  it("names the admin roles to the functions, grants them what the CLI needs, and exports what it reads", () => {
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new HourglassStack(app, "Ops", { env: { account: "111111111111", region: "eu-west-1" } });
+    const admin = new Role(stack, "OnCall", { assumedBy: new AccountRootPrincipal() });
+    const hourglass = new Hourglass(stack, "Admined", { production: false, admins: [admin] });
+    acknowledgeFindings(hourglass);
+    const template = Template.fromStack(stack);
+    const adminRef = { "Fn::GetAtt": [stack.getLogicalId(admin.node.defaultChild as never), "Arn"] };
+    const functions = Object.values(template.findResources("AWS::Lambda::Function")).filter(
+      (f) => f.Properties.Environment?.Variables?.HOURGLASS_ADMIN_PRINCIPALS,
+    );
+    expect(functions).toHaveLength(3);
+    for (const fn of functions)
+      expect(fn.Properties.Environment.Variables.HOURGLASS_ADMIN_PRINCIPALS).toEqual(adminRef);
+    const statements = Object.values(template.findResources("AWS::IAM::Policy"))
+      .filter((p) =>
+        JSON.stringify(p.Properties.Roles).includes(stack.getLogicalId(admin.node.defaultChild as never)),
+      )
+      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[] }[]);
+    const actions = statements.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        "scheduler:GetSchedule",
+        "scheduler:UpdateSchedule",
+        "iam:PassRole",
+        "sqs:GetQueueAttributes",
+        "cloudwatch:DescribeAlarms",
+        "execute-api:Invoke",
+      ]),
+    );
+    for (const output of [
+      "DispatchSchedule",
+      "DispatchScheduleGroup",
+      "WorkQueueUrl",
+      "DeadLetterQueueUrl",
+      "AlarmNames",
+    ]) {
+      template.hasOutput(output, Match.anyValue());
+    }
+    passesNag(app);
+  });
+});
+
+describe("the LocalStack pin", () => {
+  it("names one exact LocalStack version, the same in docker-compose.yml and the smoke test", () => {
+    const compose = readFileSync("docker-compose.yml", "utf8");
+    const smoke = readFileSync("test/localstack/smoke.localstack.ts", "utf8");
+    const pinned = /image: (localstack\/localstack:\d+\.\d+\.\d+)\b/.exec(compose)?.[1];
+    expect(pinned).toBeDefined();
+    expect(smoke).toContain(`"${pinned}"`);
+    // Its Lambda runtimes include nodejs24.x (added by localstack/localstack#13410, 2025-11-24),
+    // the runtime the functions use.
+    const { template } = synth({ production: false, dispatchTrigger: "events-rule" });
+    for (const fn of hourglassFunctions(template)) expect(fn.Properties.Runtime).toBe("nodejs24.x");
+  });
+});

@@ -1,0 +1,122 @@
+import { execFile } from "node:child_process";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { promisify } from "node:util";
+import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-cloudformation";
+import { LocalstackContainer, type StartedLocalStackContainer } from "@testcontainers/localstack";
+import { GenericContainer, Network, type StartedNetwork, type StartedTestContainer } from "testcontainers";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { HourglassClient } from "../../shared/client/client.ts";
+
+/**
+ * The LocalStack mode, end to end: LocalStack and a Redis on one Docker network, the stack deployed
+ * with cdklocal (`-c localstack=true`: an EventBridge rule drives the dispatcher, since LocalStack's
+ * Scheduler never fires), and webhooks delivered to a server on the host. Events 5 s, 70 s and
+ * 130 s ahead must all arrive, none early: the last two need the dispatcher to run on its own.
+ */
+const LOCALSTACK_IMAGE = "localstack/localstack:4.12.0"; // the same pin as docker-compose.yml
+const STACK = "HourglassSmoke";
+const run = promisify(execFile);
+
+let network: StartedNetwork;
+let redis: StartedTestContainer;
+let localstack: StartedLocalStackContainer;
+let receiver: Server;
+let client: HourglassClient;
+const arrivals = new Map<string, number[]>();
+
+beforeAll(async () => {
+  network = await new Network().start();
+  redis = await new GenericContainer("redis:7.0").withNetwork(network).withNetworkAliases("redis").start();
+  localstack = await new LocalstackContainer(LOCALSTACK_IMAGE)
+    .withNetwork(network)
+    .withEnvironment({
+      LAMBDA_DOCKER_NETWORK: network.getName(),
+      LAMBDA_DOCKER_FLAGS: "--add-host=host.docker.internal:host-gateway",
+      ...(process.env.LOCALSTACK_AUTH_TOKEN && { LOCALSTACK_AUTH_TOKEN: process.env.LOCALSTACK_AUTH_TOKEN }),
+    })
+    .withBindMounts([{ source: "/var/run/docker.sock", target: "/var/run/docker.sock" }])
+    .start();
+  receiver = createServer((req, res) => {
+    const id = String(req.headers["hourglass-event-id"] ?? "");
+    arrivals.set(id, [...(arrivals.get(id) ?? []), Date.now()]);
+    req.resume();
+    res.writeHead(204).end();
+  });
+  await new Promise<void>((done) => receiver.listen(0, "0.0.0.0", done));
+
+  const endpoint = localstack.getConnectionUri();
+  const env = {
+    ...process.env,
+    AWS_ENDPOINT_URL: endpoint,
+    AWS_ENDPOINT_URL_S3: endpoint,
+    AWS_ACCESS_KEY_ID: "test",
+    AWS_SECRET_ACCESS_KEY: "test",
+    AWS_REGION: "us-east-1",
+    AWS_DEFAULT_REGION: "us-east-1",
+    CDK_DISABLE_CLI_TELEMETRY: "1",
+    CDK_DISABLE_VERSION_CHECK: "1",
+  };
+  const context = [
+    "-c",
+    "production=false",
+    "-c",
+    "localstack=true",
+    "-c",
+    "webhookAllowPrivate=true",
+    "-c",
+    "redisUrl=redis://redis:6379",
+    "-c",
+    `stackName=${STACK}`,
+  ];
+  await run("npx", ["cdklocal", "bootstrap", "--no-notices", ...context], { env, timeout: 600_000 });
+  await run("npx", ["cdklocal", "deploy", "--no-notices", "--require-approval", "never", ...context], {
+    env,
+    timeout: 900_000,
+  });
+  const stacks = await new CloudFormationClient({ endpoint, region: "us-east-1" }).send(
+    new DescribeStacksCommand({ StackName: STACK }),
+  );
+  const apiUrl = stacks.Stacks?.[0]?.Outputs?.find((o) => o.OutputKey === "ApiUrl")?.OutputValue ?? "";
+  // LocalStack serves https://<id>.execute-api.amazonaws.com/api/ at <endpoint>/restapis/<id>/api/_user_request_/
+  const apiId = /^https:\/\/([^.]+)\./.exec(apiUrl)?.[1];
+  expect(apiId, `ApiUrl output: ${apiUrl}`).toBeTruthy();
+  client = new HourglassClient({
+    url: `${endpoint}/restapis/${apiId}/api/_user_request_`,
+    sigv4: { region: "us-east-1" },
+  });
+});
+
+afterAll(async () => {
+  receiver?.close();
+  await localstack?.stop();
+  await redis?.stop();
+  await network?.stop();
+});
+
+it("delivers webhooks 5 s, 70 s and 130 s ahead, none early; a cancel and a reschedule behave", async () => {
+  const port = (receiver.address() as AddressInfo).port;
+  const hook = `http://host.docker.internal:${port}/hook`;
+  const scheduled = await Promise.all(
+    [5, 70, 130].map((delaySeconds) =>
+      client.schedule({ type: "webhook", delaySeconds, payload: { url: hook } }),
+    ),
+  );
+  const cancelled = await client.schedule({ type: "webhook", delaySeconds: 60, payload: { url: hook } });
+  await client.cancel(cancelled.id);
+  const moved = await client.schedule({ type: "webhook", delaySeconds: 600, payload: { url: hook } });
+  const movedTo = await client.reschedule(moved.id, { delaySeconds: 90 });
+
+  const deadline = Date.now() + 240_000;
+  const waiting = () => [...scheduled, movedTo].filter((e) => !arrivals.has(e.id));
+  while (waiting().length > 0 && Date.now() < deadline) await new Promise((done) => setTimeout(done, 2_000));
+  expect(waiting().map((e) => e.id)).toEqual([]);
+
+  for (const event of [...scheduled, movedTo]) {
+    const [first] = arrivals.get(event.id)!;
+    expect(first).toBeGreaterThanOrEqual(Date.parse(event.runAt));
+  }
+  expect(arrivals.has(cancelled.id)).toBe(false);
+  expect((await client.get(cancelled.id)).status).toBe("cancelled");
+  expect((await client.get(movedTo.id)).status).toBe("succeeded");
+});
