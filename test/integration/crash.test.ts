@@ -1,12 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EngineDeps } from "../../shared/events/deps.ts";
-import { Dispatcher } from "../../shared/events/dispatcher.ts";
-import type { DispatchMessage } from "../../shared/events/model.ts";
-import { EventService } from "../../shared/events/service.ts";
-import { Worker } from "../../shared/events/worker.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
-import { silentLogger } from "../../shared/logger.ts";
-import type { Transport } from "../../shared/transport/transport.ts";
+import { Crash, captured, crashOn, engine } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
 
@@ -16,27 +10,6 @@ import { recorder } from "../support/recorder.ts";
  * point; nothing after it in that process happens. Then the normal runtime takes over, as a fresh
  * process would, and the event must succeed.
  */
-class Crash extends Error {
-  constructor() {
-    super("simulated crash");
-  }
-}
-
-/** Wraps one method so that the process "dies" before or after it does its work. */
-function crashOn<T extends object>(target: T, method: keyof T & string, when: "before" | "after"): T {
-  return new Proxy(target, {
-    get(object, property, receiver) {
-      const value = Reflect.get(object, property, receiver);
-      if (typeof value !== "function") return value;
-      if (property !== method) return value.bind(object);
-      return async (...args: unknown[]) => {
-        if (when === "before") throw new Crash();
-        await value.apply(object, args);
-        throw new Crash();
-      };
-    },
-  });
-}
 
 const rec = recorder();
 let hg: TestHourglass;
@@ -59,36 +32,6 @@ afterAll(async () => {
   await hg.destroy();
 });
 
-/** The parts a crashing process is built from; by default they are the real ones. */
-function engine(overrides: Partial<EngineDeps> & { transport: Transport }) {
-  const deps: EngineDeps = {
-    config: hg.config,
-    index: hg.index,
-    journal: hg.journal,
-    registry: hg.registry,
-    logger: silentLogger,
-    clock: Date.now,
-    ...overrides,
-  };
-  return {
-    service: new EventService(deps),
-    dispatcher: new Dispatcher(deps, undefined),
-    worker: new Worker(deps),
-  };
-}
-
-/** A transport that keeps messages instead of sending them, as if the process died holding them. */
-function captured() {
-  const messages: DispatchMessage[] = [];
-  const transport: Transport = {
-    async send(batch) {
-      messages.push(...batch);
-      return { sent: batch.length, failed: [] };
-    },
-  };
-  return { messages, transport };
-}
-
 async function survives(id: string, tenant: string) {
   const runtime = startRuntime(hg, { tickMs: 100 });
   try {
@@ -109,7 +52,7 @@ describe("a crash between two steps loses nothing", () => {
   it("enqueue: after the journal write, before the index (found by the recovery sweep)", async () => {
     const tenant = `crash${tenantCount++}`;
     const { transport } = captured();
-    const { service } = engine({ transport, index: crashOn(hg.index, "schedule", "before") });
+    const { service } = engine(hg, { transport, index: crashOn(hg.index, "schedule", "before") });
     const id = "journal-only";
     await expect(
       service.schedule(tenant, { id, type: "test.record", payload: {}, delaySeconds: 0 }),
@@ -122,7 +65,7 @@ describe("a crash between two steps loses nothing", () => {
   it("enqueue: the client retries after the crash, and the repeat indexes the event", async () => {
     const tenant = `crash${tenantCount++}`;
     const { transport } = captured();
-    const { service } = engine({ transport, index: crashOn(hg.index, "schedule", "before") });
+    const { service } = engine(hg, { transport, index: crashOn(hg.index, "schedule", "before") });
     const input = { id: "retried", type: "test.record", payload: {}, delaySeconds: 3_600 };
     await expect(service.schedule(tenant, input)).rejects.toBeInstanceOf(Crash);
     const repeat = await hg.events.schedule(tenant, input);
@@ -133,7 +76,7 @@ describe("a crash between two steps loses nothing", () => {
   it("enqueue: after the index, before the send (redelivered when the lease expires)", async () => {
     const tenant = `crash${tenantCount++}`;
     const { transport } = captured();
-    const { service } = engine({ transport: crashOn(transport, "send", "before") });
+    const { service } = engine(hg, { transport: crashOn(transport, "send", "before") });
     await expect(
       service.schedule(tenant, { id: "unsent", type: "test.record", payload: {}, delaySeconds: 0 }),
     ).rejects.toBeInstanceOf(Crash);
@@ -147,7 +90,7 @@ describe("a crash between two steps loses nothing", () => {
     await hg.events.schedule(tenant, { id: "claimed", type: "test.record", payload: {}, delaySeconds: 6 });
     await new Promise((done) => setTimeout(done, 1_200));
     const { transport } = captured();
-    const { dispatcher } = engine({ transport: crashOn(transport, "send", "before") });
+    const { dispatcher } = engine(hg, { transport: crashOn(transport, "send", "before") });
     // Each shard is drained on its own, so the crash stops only its shard's dispatch.
     expect((await dispatcher.tick(1_000)).failedShards).toHaveLength(1);
     expect(await hg.index.inspect(`${tenant}/claimed`)).toMatchObject({ status: "dispatched" });
@@ -159,7 +102,7 @@ describe("a crash between two steps loses nothing", () => {
   it("send: the queue accepted the message, then lost it", async () => {
     const tenant = `crash${tenantCount++}`;
     const { transport } = captured();
-    const { service } = engine({ transport });
+    const { service } = engine(hg, { transport });
     await service.schedule(tenant, { id: "swallowed", type: "test.record", payload: {}, delaySeconds: 0 });
     await survives("swallowed", tenant);
     expect(rec.runsOf("swallowed")).toHaveLength(1);
@@ -168,9 +111,9 @@ describe("a crash between two steps loses nothing", () => {
   it("run: after the start, before the handler", async () => {
     const tenant = `crash${tenantCount++}`;
     const { messages, transport } = captured();
-    const { service } = engine({ transport });
+    const { service } = engine(hg, { transport });
     await service.schedule(tenant, { id: "started", type: "test.record", payload: {}, delaySeconds: 0 });
-    const { worker } = engine({ transport, index: crashOn(hg.index, "startMany", "after") });
+    const { worker } = engine(hg, { transport, index: crashOn(hg.index, "startMany", "after") });
     await expect(worker.process(messages[0]!)).rejects.toBeInstanceOf(Crash);
     expect(await hg.index.inspect(`${tenant}/started`)).toMatchObject({ status: "running", attempt: 1 });
     const done = await survives("started", tenant);
@@ -182,9 +125,9 @@ describe("a crash between two steps loses nothing", () => {
   it("run: after the handler, before the journal write (runs again: at least once)", async () => {
     const tenant = `crash${tenantCount++}`;
     const { messages, transport } = captured();
-    const { service } = engine({ transport });
+    const { service } = engine(hg, { transport });
     await service.schedule(tenant, { id: "unrecorded", type: "test.record", payload: {}, delaySeconds: 0 });
-    const { worker } = engine({ transport, journal: crashOn(hg.journal!, "markSucceeded", "before") });
+    const { worker } = engine(hg, { transport, journal: crashOn(hg.journal!, "markSucceeded", "before") });
     await expect(worker.process(messages[0]!)).rejects.toBeInstanceOf(Crash);
     await survives("unrecorded", tenant);
     expect(rec.runsOf("unrecorded").map((r) => r.attempt)).toEqual([1, 2]);
@@ -193,9 +136,9 @@ describe("a crash between two steps loses nothing", () => {
   it("ack: after the journal write, before the index ack (the journal stops a second run)", async () => {
     const tenant = `crash${tenantCount++}`;
     const { messages, transport } = captured();
-    const { service } = engine({ transport });
+    const { service } = engine(hg, { transport });
     await service.schedule(tenant, { id: "unacked", type: "test.record", payload: {}, delaySeconds: 0 });
-    const { worker } = engine({ transport, index: crashOn(hg.index, "ackMany", "before") });
+    const { worker } = engine(hg, { transport, index: crashOn(hg.index, "ackMany", "before") });
     await expect(worker.process(messages[0]!)).rejects.toBeInstanceOf(Crash);
     expect((await hg.journal!.get(tenant, "unacked"))?.status).toBe("succeeded");
     expect(await hg.index.inspect(`${tenant}/unacked`)).toMatchObject({ status: "running" });
@@ -231,7 +174,7 @@ describe("a crash inside a cancel never lets the event run, nor loses the cancel
   it("cancel: before the index write (nothing changed; the client's retry cancels it)", async () => {
     const tenant = `crash${tenantCount++}`;
     await hg.events.schedule(tenant, { id: "cancel-0", type: "test.record", payload: {}, delaySeconds: 2 });
-    const { service } = engine({
+    const { service } = engine(hg, {
       transport: captured().transport,
       index: crashOn(hg.index, "cancel", "before"),
     });
@@ -244,7 +187,7 @@ describe("a crash inside a cancel never lets the event run, nor loses the cancel
   it("cancel: after the index write, before the journal's (the recovery sweep finishes it, never restores it)", async () => {
     const tenant = `crash${tenantCount++}`;
     await hg.events.schedule(tenant, { id: "cancel-1", type: "test.record", payload: {}, delaySeconds: 1 });
-    const { service } = engine({
+    const { service } = engine(hg, {
       transport: captured().transport,
       journal: crashOn(hg.journal!, "markCancelled", "before"),
     });
@@ -257,7 +200,7 @@ describe("a crash inside a cancel never lets the event run, nor loses the cancel
   it("cancel: after the journal write, before the tombstone is confirmed", async () => {
     const tenant = `crash${tenantCount++}`;
     await hg.events.schedule(tenant, { id: "cancel-2", type: "test.record", payload: {}, delaySeconds: 1 });
-    const { service } = engine({
+    const { service } = engine(hg, {
       transport: captured().transport,
       index: crashOn(hg.index, "confirmCancel", "before"),
     });
@@ -283,7 +226,7 @@ describe("a crash inside a reschedule leaves index and journal agreeing, and nev
       payload: {},
       delaySeconds: 2,
     });
-    const { service } = engine({
+    const { service } = engine(hg, {
       transport: captured().transport,
       index: crashOn(hg.index, "reschedule", "before"),
     });
@@ -297,7 +240,7 @@ describe("a crash inside a reschedule leaves index and journal agreeing, and nev
     const tenant = `crash${tenantCount++}`;
     await hg.events.schedule(tenant, { id: "move-1", type: "test.record", payload: {}, delaySeconds: 1 });
     const later = Date.now() + 4_000;
-    const { service } = engine({
+    const { service } = engine(hg, {
       transport: captured().transport,
       journal: crashOn(hg.journal!, "reschedule", "before"),
     });
@@ -313,7 +256,7 @@ describe("a crash inside a reschedule leaves index and journal agreeing, and nev
     await hg.events.schedule(tenant, { id: "move-2", type: "test.record", payload: {}, delaySeconds: 60 });
     const later = Date.now() + 3_000;
     const { transport } = captured();
-    const { service } = engine({ transport: crashOn(transport, "send", "before") });
+    const { service } = engine(hg, { transport: crashOn(transport, "send", "before") });
     await expect(
       service.reschedule(tenant, "move-2", { runAt: new Date(later).toISOString() }),
     ).rejects.toBeInstanceOf(Crash);
@@ -354,7 +297,7 @@ describe("a crash inside a rebuild loses nothing and runs nothing twice", () => 
         ids.map((id) => ({ id, type: "test.record", payload: {}, delaySeconds: 7 })),
       );
       await loseIndex();
-      const { dispatcher } = engine({
+      const { dispatcher } = engine(hg, {
         transport: captured().transport,
         index: crashOn(hg.index, method, when),
       });

@@ -1,14 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ScriptCode } from "../../shared/engine/codes.ts";
 import { memberOf } from "../../shared/engine/keys.ts";
-import { type EngineDeps, restoreEntryOf } from "../../shared/events/deps.ts";
+import { restoreEntryOf } from "../../shared/events/deps.ts";
 import { Dispatcher } from "../../shared/events/dispatcher.ts";
-import type { DispatchMessage } from "../../shared/events/model.ts";
-import { EventService } from "../../shared/events/service.ts";
 import type { EventJournal } from "../../shared/journal/journal.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
-import { silentLogger } from "../../shared/logger.ts";
-import type { Transport } from "../../shared/transport/transport.ts";
 import { captured, engine } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";

@@ -3,7 +3,6 @@ import { memberOf } from "../../shared/engine/keys.ts";
 import type { RedisIndex } from "../../shared/engine/redis-index.ts";
 import type { EngineDeps } from "../../shared/events/deps.ts";
 import { Dispatcher } from "../../shared/events/dispatcher.ts";
-import type { DispatchMessage } from "../../shared/events/model.ts";
 import { silentLogger } from "../../shared/logger.ts";
 import type { Transport } from "../../shared/transport/transport.ts";
 import { captured } from "../support/engine.ts";
