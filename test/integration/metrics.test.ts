@@ -38,7 +38,15 @@ describe("GET /v1/metrics", () => {
     );
     expect([ok.status, bad.status]).toEqual([201, 201]);
     await eventually(async () => (await hg.events.get("alpha", bad.json.id)).status === "dead" || undefined);
-    await hg.metrics.flush();
+    // The journal says dead before the worker records the outcome (it finishes the index write
+    // first), so wait until both outcomes are recorded, not only until the status reads dead.
+    await eventually(async () => {
+      await hg.metrics.flush();
+      const { json } = await api.call("GET", "/v1/metrics", undefined, alpha);
+      const type = json.types?.["test.record"];
+      const total = (s: number[] | undefined) => (s ?? []).reduce((a, b) => a + b, 0);
+      return (type && total(type.succeeded) + total(type.failed) >= 2) || undefined;
+    });
 
     const { status, json } = await api.call("GET", "/v1/metrics", undefined, alpha);
     expect(status).toBe(200);
