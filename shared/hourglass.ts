@@ -17,7 +17,9 @@ import { DynamoSigningStateStore, WebhookSigning } from "./handlers/signing.ts";
 import { webhookHandler } from "./handlers/webhook.ts";
 import { EventJournal } from "./journal/journal.ts";
 import { LeaseService } from "./leases/lease-service.ts";
+import { HoldAdmission } from "./ledger/admission.ts";
 import { expiryScheduler, reservationExpiryHandler } from "./ledger/expiry.ts";
+import { ledgerFacts } from "./ledger/ledger-facts.ts";
 import { StockLedger } from "./ledger/ledger-service.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { MetricsRecorder } from "./metrics-store/recorder.ts";
@@ -133,6 +135,11 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     ? new StockLedger(dynamo, config.tables.ledger, expiryScheduler(events), {
         snapshotEvery: config.ledgerSnapshotEvery,
         clock: deps.clock,
+        admission: new HoldAdmission(redis, ledgerFacts(dynamo, config.tables.ledger), {
+          prefix: config.keyPrefix,
+          clock: deps.clock,
+          logger,
+        }),
       })
     : undefined;
   const scheduleDeps = config.journal

@@ -69,3 +69,30 @@ export function shardOf(member: string, shards: number): number {
   }
   return (hash >>> 0) % shards;
 }
+
+/**
+ * One SKU's hold admission (shared/ledger/admission.ts), all under one hash tag per tenant and SKU
+ * so each script touches one slot. The level and pending admissions are a cache of the stock
+ * ledger (DynamoDB): when they are missing they are rebuilt from it. `carry` and `lock` live only
+ * while a rebuild runs, so they carry a TTL (a rebuild that dies must not block the next one).
+ */
+export interface StockKeys {
+  /** HASH `available` → stock the ledger has available, less unsettled admissions; `syncedAt` (ms). */
+  readonly level: string;
+  /** ZSET `quantity|attempt|reservationId` → deadline (ms): admitted, ledger write not settled. */
+  readonly pending: string;
+  /** STRING: stock returned while a rebuild runs (see hold_credit.lua). */
+  readonly carry: string;
+  /** STRING: the rebuild lock's token (SET NX PX). */
+  readonly lock: string;
+}
+
+export function stockKeys(prefix: string, tenant: string, sku: string): StockKeys {
+  const tag = `{${prefix}:stock:${tenant}:${sku}}`;
+  return {
+    level: `${tag}:level`,
+    pending: `${tag}:pending`,
+    carry: `${tag}:carry`,
+    lock: `${tag}:lock`,
+  };
+}

@@ -19,6 +19,11 @@ const SCRIPTS = {
   restore: 7,
   forget: 6,
   inspect: 4,
+  // Hold admission in front of the stock ledger (shared/ledger/admission.ts).
+  hold_admit: 2,
+  hold_settle: 2,
+  hold_credit: 3,
+  hold_rebuild: 4,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

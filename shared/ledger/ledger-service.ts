@@ -8,6 +8,7 @@ import {
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { fieldIssues } from "../events/validate.ts";
 import { idFactory } from "../ids.ts";
+import type { Admission, HoldAdmission } from "./admission.ts";
 import {
   InsufficientStockError,
   LedgerValidationError,
@@ -48,6 +49,11 @@ export interface LedgerOptions {
    */
   readonly settleMs?: number;
   readonly clock?: () => number;
+  /**
+   * Hold admission in Redis (hot SKUs): refuses what cannot be held before DynamoDB is touched.
+   * Without it, every hold is a DynamoDB transaction.
+   */
+  readonly admission?: HoldAdmission;
 }
 
 const CONFLICT_RETRIES = 8;
@@ -102,6 +108,7 @@ export class StockLedger {
         this.counterUpdate(tenant, sku, { onHand: quantity, available: quantity }),
         this.entryPut(tenant, sku, "STOCK_IN", quantity),
       ]);
+      await this.options.admission?.credit(tenant, sku, quantity);
     } catch (error) {
       const reason =
         error instanceof TransactionCanceledException ? error.CancellationReasons?.[0] : undefined;
@@ -147,10 +154,17 @@ export class StockLedger {
 
     const now = this.clock();
     const expiresAt = now + request.holdSeconds * 1000;
-    // The expiry is scheduled first, so no hold can exist without it. Its id is new each attempt:
-    // an attempt that fails leaves an event that finds no matching hold and does nothing.
+    // Its id is new each attempt: an attempt that fails leaves an event that finds no matching
+    // hold and does nothing. It also names the attempt's admission.
     const expiryEventId = `hold-expire:${this.newId()}`;
-    await this.expiry.schedule(tenant, expiryEventId, id, expiresAt);
+    const admitted = await this.admit(tenant, id, expiryEventId, items);
+    try {
+      // The expiry is scheduled before the hold is written, so no hold can exist without it.
+      await this.expiry.schedule(tenant, expiryEventId, id, expiresAt);
+    } catch (error) {
+      if (admitted) await this.options.admission?.settle(tenant, admitted, false);
+      throw error;
+    }
     const reservation: Reservation = {
       id,
       status: "held",
@@ -160,6 +174,51 @@ export class StockLedger {
       updatedAt: now,
       expiryEventId,
     };
+    let outcome: { reservation: Reservation; created: boolean };
+    try {
+      outcome = await this.writeHold(tenant, reservation, items);
+    } catch (error) {
+      // Known not to have committed: the admission is given back. (An unknown outcome leaves it
+      // to its deadline.) A shortage the ledger found after Redis admitted means Redis counted
+      // too high: its count is rebuilt from the ledger.
+      if (
+        admitted &&
+        (error instanceof InsufficientStockError || error instanceof ReservationConflictError)
+      ) {
+        await this.options.admission?.settle(tenant, admitted, false);
+        if (error instanceof InsufficientStockError) {
+          await Promise.all(error.shortages.map(({ sku }) => this.options.admission?.rebuild(tenant, sku)));
+        }
+      }
+      throw error;
+    }
+    if (admitted) {
+      const mine = outcome.created && outcome.reservation.expiryEventId === expiryEventId;
+      await this.options.admission?.settle(tenant, admitted, mine);
+    }
+    return outcome;
+  }
+
+  /** Redis admission, when configured: a refusal is answered here, before DynamoDB is touched. */
+  private async admit(
+    tenant: string,
+    id: string,
+    attempt: string,
+    items: { sku: string; quantity: number }[],
+  ): Promise<Admission | undefined> {
+    if (!this.options.admission) return undefined;
+    const result = await this.options.admission.admit(tenant, id, attempt, items);
+    if ("refused" in result) throw new InsufficientStockError(result.refused);
+    return result.admitted;
+  }
+
+  /** The hold's transaction, and what its failure means. */
+  private async writeHold(
+    tenant: string,
+    reservation: Reservation,
+    items: { sku: string; quantity: number }[],
+  ): Promise<{ reservation: Reservation; created: boolean }> {
+    const { id } = reservation;
     try {
       await this.transact([
         {
@@ -244,6 +303,12 @@ export class StockLedger {
         this.entryPut(tenant, sku, "RELEASE", quantity, id),
       ],
     );
+    const admission = this.options.admission;
+    if (admission) {
+      await Promise.all(
+        reservation.items.map(({ sku, quantity }) => admission.credit(tenant, sku, quantity)),
+      );
+    }
     if (reason === "cancelled") await this.expiry.cancel(tenant, reservation.expiryEventId).catch(() => {});
     return { ...reservation, status: reason, updatedAt: now };
   }
@@ -289,6 +354,8 @@ export class StockLedger {
       available: 0,
     };
     drift.available = drift.onHand - drift.held - drift.sold;
+    // The Redis admission count is a cache of the ledger: reconcile sets it from the ledger again.
+    await this.options.admission?.rebuild(tenant, sku);
     return {
       sku,
       counters,

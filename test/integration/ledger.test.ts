@@ -204,14 +204,33 @@ describe("expiry through the engine", () => {
     expect((await ledger.stock(tenant, "lamp")).held).toBe(2);
   });
 
-  it("cancels the expiry event of a hold refused for short stock, which never existed", async () => {
+  it("cancels the expiry event of a hold the ledger refused for short stock, which never existed", async () => {
+    const tenant = fresh();
+    // Without Redis admission, so the refusal comes from the ledger's transaction.
+    const ledgerOnly = new StockLedger(
+      createDynamoClient(),
+      hg.config.tables.ledger,
+      expiryScheduler(hg.events),
+      {
+        snapshotEvery: 100,
+      },
+    );
+    await ledgerOnly.receive(tenant, "rare", { quantity: 1 });
+    await expect(
+      ledgerOnly.hold(tenant, { items: [{ sku: "rare", quantity: 2 }], holdSeconds: 600 }),
+    ).rejects.toBeInstanceOf(InsufficientStockError);
+    const { events } = await hg.events.list(tenant, { limit: 10, type: "reservation.expire" });
+    expect(events.map((e) => e.status)).toEqual(["cancelled"]);
+  });
+
+  it("schedules no expiry event at all for a hold Redis admission refuses", async () => {
     const tenant = fresh();
     await ledger.receive(tenant, "rare", { quantity: 1 });
     await expect(
       ledger.hold(tenant, { items: [{ sku: "rare", quantity: 2 }], holdSeconds: 600 }),
     ).rejects.toBeInstanceOf(InsufficientStockError);
     const { events } = await hg.events.list(tenant, { limit: 10, type: "reservation.expire" });
-    expect(events.map((e) => e.status)).toEqual(["cancelled"]);
+    expect(events).toEqual([]);
   });
 
   it("cancels the expiry event when a hold is confirmed", async () => {
