@@ -17,6 +17,7 @@ import {
   ReservationStateError,
   type Shortage,
 } from "./errors.ts";
+import { GroupCommit } from "./group-commit.ts";
 import { LedgerHistory } from "./history.ts";
 import { counterKey, ledgerKey, receiptKey, reservationKey } from "./keys.ts";
 import {
@@ -68,6 +69,10 @@ export class StockLedger {
   private readonly newId = idFactory();
   private readonly clock: () => number;
   private readonly history: LedgerHistory;
+  /** A DynamoDB transaction carries 100 actions: the counter, then a reservation and an entry per hold. */
+  private readonly groups = new GroupCommit(49, (group: { tenant: string; reservation: Reservation }[]) =>
+    this.writeHoldGroup(group),
+  );
 
   constructor(
     client: DynamoDBClient,
@@ -212,8 +217,55 @@ export class StockLedger {
     return result.admitted;
   }
 
-  /** The hold's transaction, and what its failure means. */
-  private async writeHold(
+  /**
+   * Writes the hold. Holds of one SKU that arrive together are written in one transaction (group
+   * commit): on a hot SKU, concurrent transactions on its counter item would conflict and retry.
+   */
+  private writeHold(
+    tenant: string,
+    reservation: Reservation,
+    items: { sku: string; quantity: number }[],
+  ): Promise<{ reservation: Reservation; created: boolean }> {
+    const only = items.length === 1 ? items[0] : undefined;
+    if (!only) return this.writeHoldAlone(tenant, reservation, items);
+    return this.groups.submit(`${tenant}\n${only.sku}`, { tenant, reservation });
+  }
+
+  /**
+   * One SKU's holds in one transaction: the counter once, for their sum, and each hold's
+   * reservation and entry. If it fails, each hold's own transaction says what happened to it (one
+   * whose group did commit, behind a lost reply, finds its reservation there).
+   */
+  private async writeHoldGroup(
+    group: { tenant: string; reservation: Reservation }[],
+  ): Promise<PromiseSettledResult<{ reservation: Reservation; created: boolean }>[]> {
+    const alone = () =>
+      Promise.allSettled(
+        group.map(({ tenant, reservation }) =>
+          this.writeHoldAlone(tenant, reservation, [...reservation.items]),
+        ),
+      );
+    const first = group[0];
+    if (!first || group.length === 1) return alone();
+    const { tenant } = first;
+    const sku = first.reservation.items[0]!.sku;
+    const total = group.reduce((sum, { reservation }) => sum + reservation.items[0]!.quantity, 0);
+    try {
+      await this.transact([
+        this.counterUpdate(tenant, sku, { held: total, available: -total, entries: group.length }, total),
+        ...group.flatMap(({ reservation }) => [
+          this.reservationPut(tenant, reservation),
+          this.entryPut(tenant, sku, "HOLD", reservation.items[0]!.quantity, reservation.id),
+        ]),
+      ]);
+    } catch {
+      return alone();
+    }
+    return group.map(({ reservation }) => ({ status: "fulfilled", value: { reservation, created: true } }));
+  }
+
+  /** The hold's own transaction, and what its failure means. */
+  private async writeHoldAlone(
     tenant: string,
     reservation: Reservation,
     items: { sku: string; quantity: number }[],
@@ -221,13 +273,7 @@ export class StockLedger {
     const { id } = reservation;
     try {
       await this.transact([
-        {
-          Put: {
-            TableName: this.table,
-            Item: { pk: reservationKey(tenant, id), sk: "reservation", ...reservation },
-            ConditionExpression: "attribute_not_exists(pk)",
-          },
-        },
+        this.reservationPut(tenant, reservation),
         ...items.flatMap(({ sku, quantity }) => [
           this.counterUpdate(tenant, sku, { held: quantity, available: -quantity }, quantity),
           this.entryPut(tenant, sku, "HOLD", quantity, id),
@@ -431,7 +477,7 @@ export class StockLedger {
   private counterUpdate(
     tenant: string,
     sku: string,
-    changes: Partial<Record<"onHand" | "held" | "sold" | "available", number>>,
+    changes: Partial<Record<"onHand" | "held" | "sold" | "available" | "entries", number>>,
     atLeast?: number,
   ) {
     const fields = { onHand: 0, held: 0, sold: 0, available: 0, entries: 1, ...changes };
@@ -455,6 +501,16 @@ export class StockLedger {
         }),
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
+      },
+    };
+  }
+
+  private reservationPut(tenant: string, reservation: Reservation) {
+    return {
+      Put: {
+        TableName: this.table,
+        Item: { pk: reservationKey(tenant, reservation.id), sk: "reservation", ...reservation },
+        ConditionExpression: "attribute_not_exists(pk)",
       },
     };
   }
