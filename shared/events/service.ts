@@ -84,14 +84,24 @@ export class EventService {
   }
 
   /** Schedules many events; each gets its own result, and one bad item does not fail the others. */
-  async scheduleBatch(tenant: string, inputs: readonly unknown[]): Promise<BatchItemResult[]> {
+  async scheduleBatch(
+    tenant: string,
+    inputs: readonly unknown[],
+    options: { internal?: boolean } = {},
+  ): Promise<BatchItemResult[]> {
     const now = this.deps.clock();
     const results: BatchItemResult[] = new Array(inputs.length);
     const valid: { event: NewEvent; index: number }[] = [];
     const seen = new Map<string, number>();
     inputs.forEach((input, index) => {
       try {
-        const event = toNewEvent(input, tenant, now, this.rules(false), `events[${index}]`);
+        const event = toNewEvent(
+          input,
+          tenant,
+          now,
+          this.rules(options.internal ?? false),
+          `events[${index}]`,
+        );
         if (seen.has(event.id)) {
           throw new EventValidationError([
             { path: `events[${index}].id`, message: `repeats the id of events[${seen.get(event.id)}]` },

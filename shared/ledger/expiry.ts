@@ -2,24 +2,36 @@ import { z } from "zod";
 import { EventNotFoundError, EventStateConflictError } from "../events/errors.ts";
 import type { EventService } from "../events/service.ts";
 import { defineHandler } from "../handlers/registry.ts";
+import { GroupCommit } from "./group-commit.ts";
 import type { ExpiryScheduler, StockLedger } from "./ledger-service.ts";
 
 export const RESERVATION_EXPIRE = "reservation.expire";
 
 /** Hold expiry through the engine: an internal event at `expiresAt`, cancelled on confirm or cancel. */
 export function expiryScheduler(events: EventService): ExpiryScheduler {
+  // Holds arriving together (a hot SKU) schedule their expiry events in one batch per tenant.
+  const batches = new GroupCommit(100, async (group: { tenant: string; input: object }[]) => {
+    const results = await events.scheduleBatch(
+      group[0]!.tenant,
+      group.map((g) => g.input),
+      { internal: true },
+    );
+    return results.map(
+      (result): PromiseSettledResult<void> =>
+        result.ok ? { status: "fulfilled", value: undefined } : { status: "rejected", reason: result.error },
+    );
+  });
   return {
     async schedule(tenant, eventId, reservationId, at) {
-      await events.schedule(
+      await batches.submit(tenant, {
         tenant,
-        {
+        input: {
           id: eventId,
           type: RESERVATION_EXPIRE,
           payload: { reservationId },
           runAt: new Date(at).toISOString(),
         },
-        { internal: true },
-      );
+      });
     },
     async cancel(tenant, eventId) {
       try {
