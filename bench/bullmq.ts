@@ -1,5 +1,6 @@
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
+import pMap from "p-map";
 import { lateness, payloadOf, sleep, until } from "./stats.ts";
 
 /** BullMQ doing the same work on the same Redis, as the peer every figure is compared with. */
@@ -34,15 +35,11 @@ export class BullPeer {
   async enqueueSingle(n: number, payloadBytes: number, inFlight: number): Promise<number> {
     const queue = this.queue(`single-${Date.now()}`);
     const data = payloadOf(payloadBytes);
-    let next = 0;
     const started = performance.now();
-    await Promise.all(
-      Array.from({ length: inFlight }, async () => {
-        while (next < n) {
-          next++;
-          await queue.add("job", data, { delay: 86_400_000, removeOnComplete: true });
-        }
-      }),
+    await pMap(
+      Array.from({ length: n }),
+      () => queue.add("job", data, { delay: 86_400_000, removeOnComplete: true }),
+      { concurrency: inFlight },
     );
     const seconds = (performance.now() - started) / 1000;
     await queue.close();

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import pMap from "p-map";
 import { z } from "zod";
 import { createDynamoClient, createSqsClient } from "../shared/aws.ts";
 import { loadConfig } from "../shared/config.ts";
@@ -102,15 +103,11 @@ export async function enqueueBatch(
 
 export async function enqueueSingle(hourglass: Hourglass, n: number, payloadBytes: number, inFlight: number) {
   const payload = payloadOf(payloadBytes);
-  let next = 0;
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (next < n) {
-        next++;
-        await hourglass.events.schedule("bench", { type: "bench.noop", payload, delaySeconds: 86_400 });
-      }
-    }),
+  await pMap(
+    Array.from({ length: n }),
+    () => hourglass.events.schedule("bench", { type: "bench.noop", payload, delaySeconds: 86_400 }),
+    { concurrency: inFlight },
   );
   return n / ((performance.now() - started) / 1000);
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import pMap from "p-map";
 import type { HourglassConfig } from "../config.ts";
 import { IdempotencyConflictError } from "../events/errors.ts";
 import type { NewEvent } from "../events/model.ts";
@@ -82,12 +83,14 @@ export class Materializer {
       if (token === null) return report;
       try {
         const shards = Array.from({ length: DUE_SHARDS }, (_, s) => s);
-        let next = 0;
-        const runner = async () => {
-          while (next < shards.length && clock() < deadline)
-            await this.shard(shards[next++]!, deadline, report);
-        };
-        await Promise.all(Array.from({ length: PARALLEL_SHARDS }, runner));
+        // Shards not started by the deadline are left for the next tick.
+        await pMap(
+          shards,
+          (shard) => (clock() < deadline ? this.shard(shard, deadline, report) : undefined),
+          {
+            concurrency: PARALLEL_SHARDS,
+          },
+        );
       } finally {
         if (token !== undefined) await this.release(token);
       }

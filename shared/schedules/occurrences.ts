@@ -1,3 +1,4 @@
+import pMap from "p-map";
 import { EventNotFoundError, EventStateConflictError } from "../events/errors.ts";
 import type { NewEvent } from "../events/model.ts";
 import type { EventService } from "../events/service.ts";
@@ -53,19 +54,18 @@ export async function cancelEvents(
   ids: readonly string[],
 ): Promise<number> {
   let cancelled = 0;
-  let next = 0;
-  const runner = async () => {
-    while (next < ids.length) {
-      const id = ids[next++]!;
+  await pMap(
+    ids,
+    async (id) => {
       try {
         const view = await events.cancel(tenant, id);
         if (view.status === "cancelled") cancelled++;
       } catch (error) {
         if (!(error instanceof EventNotFoundError || error instanceof EventStateConflictError)) throw error;
       }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(CANCEL_PARALLEL, ids.length) }, runner));
+    },
+    { concurrency: CANCEL_PARALLEL },
+  );
   return cancelled;
 }
 

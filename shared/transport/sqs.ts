@@ -1,4 +1,5 @@
 import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import pMap from "p-map";
 import type { DispatchMessage } from "../events/model.ts";
 import { delaySecondsFor, encodeMessage, type SendReport, type Transport } from "./transport.ts";
 
@@ -35,38 +36,34 @@ export class SqsTransport implements Transport {
     const batches = pack(messages.map(outgoing));
     let sent = 0;
     const failed: { message: DispatchMessage; reason: string }[] = [];
-    let next = 0;
-    const runner = async () => {
-      while (next < batches.length) {
-        const batch = batches[next++]!;
-        let refused: { entry: Outgoing; reason: string }[];
-        try {
-          const reply = await this.client.send(
-            new SendMessageBatchCommand({
-              QueueUrl: this.queueUrl,
-              Entries: batch.map((entry, i) => ({
-                Id: String(i),
-                MessageBody: entry.body,
-                DelaySeconds: delaySecondsFor(entry.message.runAt, now),
-              })),
-            }),
-          );
-          sent += reply.Successful?.length ?? 0;
-          refused = (reply.Failed ?? []).map((failure) => ({
-            entry: batch[Number(failure.Id)]!,
-            reason: failure.Message ?? failure.Code ?? "failed",
-          }));
-        } catch (error) {
-          refused = batch.map((entry) => ({ entry, reason: (error as Error).message }));
-        }
-        for (const { entry, reason } of refused) {
-          const single = await this.sendAlone(entry.message, now);
-          if (single === undefined) sent++;
-          else failed.push({ message: entry.message, reason: `${reason}; alone: ${single}` });
-        }
+    const sendBatch = async (batch: Outgoing[]) => {
+      let refused: { entry: Outgoing; reason: string }[];
+      try {
+        const reply = await this.client.send(
+          new SendMessageBatchCommand({
+            QueueUrl: this.queueUrl,
+            Entries: batch.map((entry, i) => ({
+              Id: String(i),
+              MessageBody: entry.body,
+              DelaySeconds: delaySecondsFor(entry.message.runAt, now),
+            })),
+          }),
+        );
+        sent += reply.Successful?.length ?? 0;
+        refused = (reply.Failed ?? []).map((failure) => ({
+          entry: batch[Number(failure.Id)]!,
+          reason: failure.Message ?? failure.Code ?? "failed",
+        }));
+      } catch (error) {
+        refused = batch.map((entry) => ({ entry, reason: (error as Error).message }));
+      }
+      for (const { entry, reason } of refused) {
+        const single = await this.sendAlone(entry.message, now);
+        if (single === undefined) sent++;
+        else failed.push({ message: entry.message, reason: `${reason}; alone: ${single}` });
       }
     };
-    await Promise.all(Array.from({ length: Math.min(this.inFlight, batches.length) }, runner));
+    await pMap(batches, sendBatch, { concurrency: this.inFlight });
     return { sent, failed };
   }
 
