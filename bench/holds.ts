@@ -16,7 +16,11 @@ export interface HoldRun {
  * with its Redis admission (full local stack: DynamoDB Local ledger and journal for the expiry
  * events). A smaller warm-up round on another SKU goes first, as it does for the peer.
  */
-export async function hotHolds(redisUrl: string, buyers: number, stock: number): Promise<HoldRun> {
+export async function hotHolds(
+  redisUrl: string,
+  buyers: number,
+  stock: number,
+): Promise<HoldRun & { table: string }> {
   const { hourglass } = await benchHourglass("full", redisUrl);
   const ledger = hourglass.ledger!;
   const round = async (sku: string, n: number, units: number): Promise<HoldRun> => {
@@ -37,7 +41,7 @@ export async function hotHolds(redisUrl: string, buyers: number, stock: number):
   };
   try {
     await round("warm-up", Math.ceil(buyers / 10), Math.ceil(stock / 10));
-    return await round("hot", buyers, stock);
+    return { ...(await round("hot", buyers, stock)), table: hourglass.config.tables.ledger };
   } finally {
     await hourglass.close();
   }

@@ -1,8 +1,9 @@
-import { parseArgs } from "node:util";
+import { Command, Option } from "commander";
 import { Redis } from "ioredis";
 import { startLocalStack, useLocalEndpoints } from "../shared/local/stack.ts";
 import { startRedisServer } from "../test/support/redis-servers.ts";
 import { BullPeer } from "./bullmq.ts";
+import { conditionalUpdates, hotHolds } from "./holds.ts";
 import {
   benchHourglass,
   burst,
@@ -11,13 +12,26 @@ import {
   enqueueSingle,
   steady,
 } from "./hourglass.ts";
+import { httpBatchEnqueue } from "./http-enqueue.ts";
 import type { Lateness } from "./stats.ts";
+import { bullWebhooks, hourglassWebhooks } from "./webhooks.ts";
+
+/** Groups of rows, each run with its peer; `--only` picks some. */
+const GROUPS = ["enqueue", "memory", "dispatch", "engine", "full", "holds", "http", "webhooks"] as const;
 
 /**
  * `npm run bench`: Hourglass beside BullMQ doing the same work on the same Redis in the same run.
- * Prints a markdown table; `--quick` runs smaller sizes for a smoke check.
+ * Prints a markdown table, or with `--json` every row as JSON; `--quick` runs smaller sizes for a
+ * smoke check.
  */
-const { values } = parseArgs({ options: { quick: { type: "boolean", default: false } } });
+const values = new Command()
+  .name("npm run bench --")
+  .option("--quick", "smaller sizes, for a smoke check", false)
+  .option("--json", "print every row as JSON on stdout instead of the markdown table", false)
+  .addOption(new Option("--only <groups...>", "run only these groups of rows").choices(GROUPS))
+  .parse()
+  .opts<{ quick: boolean; json: boolean; only?: (typeof GROUPS)[number][] }>();
+const selected = (group: (typeof GROUPS)[number]) => !values.only || values.only.includes(group);
 const scale = values.quick ? 0.1 : 1;
 const N = {
   enqueue: Math.round(50_000 * scale),
@@ -26,12 +40,17 @@ const N = {
   memoryJournal: Math.round(20_000 * scale),
   burst: Math.round(20_000 * scale),
   fullEnqueue: Math.round(10_000 * scale),
+  httpEnqueue: Math.round(10_000 * scale),
+  webhooks: Math.round(2_000 * scale),
   steadySeconds: values.quick ? 3 : 8,
 };
 
 const rows: string[][] = [];
-const row = (what: string, ours: string, peer: string, ratio: string, target: string) => {
+/** Machine-readable rows for `--json`: the printed cells, plus the raw figures where a row gives them. */
+const records: Record<string, unknown>[] = [];
+const row = (what: string, ours: string, peer: string, ratio: string, target: string, data?: object) => {
   rows.push([what, ours, peer, ratio, target]);
+  records.push({ what, hourglass: ours, peer, ratio, target, ...(data && { data }) });
   console.error(`  ${what}: ${ours} | BullMQ ${peer} | ${ratio}`);
 };
 const rate = (n: number) => `${Math.round(n).toLocaleString("en-US")}/s`;
@@ -54,7 +73,7 @@ console.error(`Redis ${version} on ${redisServer.url}, hz ${hz}`);
 
 try {
   // Enqueue throughput: the engine's batch API (Redis index only) against BullMQ addBulk.
-  {
+  if (selected("enqueue")) {
     const { hourglass } = await benchHourglass("engine", redisServer.url);
     const ours = await enqueueBatch(hourglass, N.enqueue, 100, 1_000, 86_400_000);
     const peer = await bull.enqueueBatch(N.enqueue, 100);
@@ -78,7 +97,7 @@ try {
   }
 
   // Redis memory per pending event, 100-byte payload.
-  {
+  if (selected("memory")) {
     const used = async () => Number((await redis.info("memory")).match(/used_memory:(\d+)/)![1]);
     await redis.flushall();
     const before = await used();
@@ -115,7 +134,7 @@ try {
   }
 
   // Claim and dispatch: events that all became due, claimed and handed to a (counting) transport.
-  {
+  if (selected("dispatch")) {
     const ours = await dispatchThroughput(redisServer.url, N.burst);
     const peer = await bull.promote(N.burst);
     row(
@@ -128,7 +147,7 @@ try {
   }
 
   // Burst and steady lateness, engine only: Redis index, in-process transport, journal off.
-  {
+  if (selected("engine")) {
     const ours = await burst("engine", redisServer.url, N.burst, 8_000);
     const peer = await bull.burst(N.burst, 100, 8_000, 100);
     row(
@@ -144,7 +163,7 @@ try {
   }
 
   // The full local stack: DynamoDB Local journal, fauxqs queue, the `npm start` runtime.
-  {
+  if (selected("full")) {
     const { hourglass } = await benchHourglass("full", redisServer.url);
     const ours = await enqueueBatch(hourglass, N.fullEnqueue, 100, 500, 86_400_000);
     await hourglass.close();
@@ -169,6 +188,51 @@ try {
     const fullSteady = await steady("full", redisServer.url, 100, N.steadySeconds, 8_000);
     row("steady 100/s, full local stack", late(fullSteady), "—", "", "p99 ≤ 100 ms, 0 early");
   }
+
+  // 300 buyers at once for 100 units: Redis admission in front of the ledger, against the least
+  // a DynamoDB-only hold costs (one conditional UpdateItem each on one item, same DynamoDB Local).
+  if (selected("holds")) {
+    const ours = await hotHolds(redisServer.url, 300, 100);
+    const peer = await conditionalUpdates(ours.table, 300, 100);
+    const held = (r: { ms: number; won: number; refused: number }) =>
+      `${Math.round(r.ms)} ms (${r.won} held, ${r.refused} refused)`;
+    row(
+      "300 concurrent holds on one SKU, 100 in stock (peer: 300 conditional UpdateItem on one item, DynamoDB Local)",
+      held(ours),
+      held(peer),
+      `${times(peer.ms, ours.ms)} faster`,
+      "≤ 1 s and faster than the peer",
+      { hourglass: { ms: ours.ms, won: ours.won, refused: ours.refused }, peer },
+    );
+  }
+
+  // Durable enqueue through the public API, full local stack, against BullMQ addBulk.
+  if (selected("http")) {
+    const ours = await httpBatchEnqueue(redisServer.url, N.httpEnqueue, 500);
+    const peer = await bull.enqueueBatch(N.httpEnqueue, 100, 500);
+    row(
+      `durable enqueue, POST /v1/events/batch of 500 (${N.httpEnqueue.toLocaleString("en-US")} events), full local stack (peer: addBulk of 500)`,
+      rate(ours),
+      rate(peer),
+      times(ours, peer),
+      "≥ 0.5× (within 2×)",
+      { hourglassPerSecond: ours, peerPerSecond: peer },
+    );
+  }
+
+  // Webhooks due in the same second: the `npm start` runtime against BullMQ + a Worker POSTing them.
+  if (selected("webhooks")) {
+    const ours = await hourglassWebhooks(redisServer.url, N.webhooks, 10_000);
+    const peer = await bullWebhooks(redisServer.url, N.webhooks, 5_000);
+    row(
+      `${N.webhooks.toLocaleString("en-US")} webhooks due in the same second, local receiver (peer: BullMQ Worker, concurrency 50)`,
+      `${late(ours)}${ours.complete ? "" : " (INCOMPLETE)"}`,
+      `${late(peer)}${peer.complete ? "" : " (INCOMPLETE)"}`,
+      `p99 ${times(ours.p99, peer.p99)}`,
+      "p99 ≤ the peer's, 0 early",
+      { hourglass: ours, peer },
+    );
+  }
 } finally {
   await bull.close();
   redis.disconnect();
@@ -176,10 +240,16 @@ try {
   await redisServer.kill();
 }
 
-console.log(
-  `\nRedis ${version}, hz ${hz}; Node ${process.version}; ${new Date().toISOString()}${values.quick ? " (--quick)" : ""}\n`,
-);
-console.log("| what | Hourglass | BullMQ 6.7 | ratio | target |");
-console.log("|---|---|---|---|---|");
-for (const r of rows) console.log(`| ${r.join(" | ")} |`);
+const when = new Date().toISOString();
+if (values.json) {
+  const run = { redis: version, hz: Number(hz), node: process.version, at: when, quick: values.quick };
+  console.log(JSON.stringify({ ...run, rows: records }, null, 2));
+} else {
+  console.log(
+    `\nRedis ${version}, hz ${hz}; Node ${process.version}; ${when}${values.quick ? " (--quick)" : ""}\n`,
+  );
+  console.log("| what | Hourglass | peer (BullMQ 6.7 unless the row names another) | ratio | target |");
+  console.log("|---|---|---|---|---|");
+  for (const r of rows) console.log(`| ${r.join(" | ")} |`);
+}
 process.exit(0);
