@@ -169,6 +169,8 @@ describe("invariant 5 through Redis loss and crashes around the admission (fast-
     /** Dies after the ledger committed a release, before Redis was credited. */
     | { kind: "crash-before-credit"; pick: number };
 
+  /** Some operations have a FLUSHALL land in their middle; not most, or no count would live long. */
+  const flush = fc.integer({ min: 0, max: 5 }).map((x) => x === 0);
   const items = fc.uniqueArray(
     fc.record({ sku: fc.constantFrom(...SKUS), quantity: fc.integer({ min: 1, max: 3 }) }),
     { minLength: 1, maxLength: 2, selector: (i) => i.sku },
@@ -182,17 +184,17 @@ describe("invariant 5 through Redis loss and crashes around the admission (fast-
         quantity: fc.integer({ min: 1, max: 4 }),
       }),
     },
-    { weight: 5, arbitrary: fc.record({ kind: fc.constant("hold" as const), items, flush: fc.boolean() }) },
+    { weight: 5, arbitrary: fc.record({ kind: fc.constant("hold" as const), items, flush }) },
     {
       weight: 4,
       arbitrary: fc.record({
         kind: fc.constantFrom("confirm" as const, "cancel" as const, "expire" as const),
         pick: fc.nat(),
-        flush: fc.boolean(),
+        flush,
       }),
     },
     { weight: 1, arbitrary: fc.constant({ kind: "flushall" as const }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant("crash-after-admit" as const), items }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant("crash-after-admit" as const), items }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant("crash-before-settle" as const), items }) },
     {
       weight: 1,
@@ -211,7 +213,7 @@ describe("invariant 5 through Redis loss and crashes around the admission (fast-
       if (!(error instanceof ReservationStateError)) throw error;
     };
     await fc.assert(
-      fc.asyncProperty(fc.array(op, { minLength: 6, maxLength: 16 }), async (ops) => {
+      fc.asyncProperty(fc.array(op, { minLength: 8, maxLength: 20 }), async (ops) => {
         const tenant = fresh();
         const holds: string[] = [];
         let k = 0;
@@ -299,7 +301,7 @@ describe("invariant 5 through Redis loss and crashes around the admission (fast-
         }
       }),
       // Against real servers each run takes seconds; the counterexample is readable unshrunk.
-      { numRuns: 10, endOnFailure: true },
+      { numRuns: 12, endOnFailure: true },
     );
   }, 300_000);
 });
