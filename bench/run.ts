@@ -51,7 +51,7 @@ const records: Record<string, unknown>[] = [];
 const row = (what: string, ours: string, peer: string, ratio: string, target: string, data?: object) => {
   rows.push([what, ours, peer, ratio, target]);
   records.push({ what, hourglass: ours, peer, ratio, target, ...(data && { data }) });
-  console.error(`  ${what}: ${ours} | BullMQ ${peer} | ${ratio}`);
+  console.error(`  ${what}: ${ours} | peer ${peer} | ${ratio}`);
 };
 const rate = (n: number) => `${Math.round(n).toLocaleString("en-US")}/s`;
 const times = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
