@@ -139,7 +139,8 @@ function stateOf(item: Record<string, unknown>): SigningState {
  * time, and the previous secret keeps signing far longer (the overlap is at least a minute).
  */
 export class WebhookSigning {
-  private readonly cache = new Map<string, { state: SigningState; until: number }>();
+  /** The read in flight or done: a burst of webhooks for one tenant makes one store read, not one each. */
+  private readonly cache = new Map<string, { state: Promise<SigningState>; until: number }>();
 
   constructor(
     private readonly masterSecret: string | undefined,
@@ -168,11 +169,16 @@ export class WebhookSigning {
   async signingSecretsFor(tenant: string): Promise<TenantSecrets> {
     const now = this.clock();
     const cached = this.cache.get(tenant);
-    if (cached && cached.until > now) return tenantSecrets(this.master, tenant, cached.state, now);
-    const state = this.store ? await this.store.get(tenant) : { generation: 0 };
+    if (cached && cached.until > now) return tenantSecrets(this.master, tenant, await cached.state, now);
+    const state = this.store ? this.store.get(tenant) : Promise.resolve({ generation: 0 });
     if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(tenant, { state, until: now + this.cacheMs });
-    return tenantSecrets(this.master, tenant, state, now);
+    const entry = { state, until: now + this.cacheMs };
+    this.cache.set(tenant, entry);
+    // A failed read is not kept: the next webhook reads again.
+    state.catch(() => {
+      if (this.cache.get(tenant) === entry) this.cache.delete(tenant);
+    });
+    return tenantSecrets(this.master, tenant, await state, now);
   }
 
   async rotate(tenant: string, overlapMs: number): Promise<TenantSecrets> {
