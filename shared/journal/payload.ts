@@ -15,9 +15,10 @@ export function packPayload(json: string): { payload: string } | { payloadz: Uin
   if (bytes <= PACK_THRESHOLD_BYTES) return { payload: json };
   const packed = brotliCompressSync(json, {
     params: {
-      // Quality 5 compresses JSON nearly as well as 11 at a fraction of the CPU (an API call
-      // packs up to 500 of them).
-      [constants.BROTLI_PARAM_QUALITY]: 5,
+      // Quality 4 with a 64 KB window: about 50 µs for a 1 KB payload (1,148 → 386 bytes), where
+      // the defaults (quality 11, 4 MB window) take over 1 ms; an API call packs up to 500.
+      [constants.BROTLI_PARAM_QUALITY]: 4,
+      [constants.BROTLI_PARAM_LGWIN]: 16,
       [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
       [constants.BROTLI_PARAM_SIZE_HINT]: bytes,
     },

@@ -105,6 +105,16 @@ function orderPayload(label: string) {
   };
 }
 
+/** Waits until the events table has taken `updates` more updates: completion writes trail the runs. */
+const updatesLanded = async (since: number, updates: number) => {
+  await eventually(
+    async () => (eventUpdates - since >= updates ? true : undefined),
+    60_000,
+    "the completion writes to land",
+  );
+  await new Promise((done) => setTimeout(done, 500));
+};
+
 const perJobOf = (jobs: number) =>
   Object.fromEntries(
     Object.keys(counts)
@@ -124,6 +134,7 @@ it("counts the AWS requests and capacity units of one job", async () => {
   const payloadBytes = JSON.stringify(orderPayload("job-000")).length;
   const runtime = startRuntime(hg, { tickMs: 1_000 });
   const started = Date.now();
+  const updates = eventUpdates;
   try {
     // One at a time, as API calls arrive; due beyond the look-ahead, so the dispatcher sends them.
     for (let i = 0; i < jobs; i++)
@@ -137,8 +148,8 @@ it("counts the AWS requests and capacity units of one job", async () => {
       60_000,
       "every job to run",
     );
-    // Let the last acks and journal writes land.
-    await new Promise((done) => setTimeout(done, 1_500));
+    // Let the last journal writes and acks land.
+    await updatesLanded(updates, jobs);
   } finally {
     await runtime.stop();
   }
@@ -198,9 +209,11 @@ const measure = async (path: string, jobs: number, work: () => Promise<void>) =>
     `.hourglass/requests-per-job-${path}.json`,
     `${JSON.stringify({ path, jobs, perJob, unitsPerJob }, null, 2)}\n`,
   );
+  // A snapshot: what runs after the measurement (listing, say) must not count.
+  const measured = { ...units };
   return {
     calls: (key: string) => perJob[key] ?? 0,
-    units: (key: string) => (units[key] ?? 0) / jobs,
+    units: (key: string) => (measured[key] ?? 0) / jobs,
   };
 };
 
@@ -210,6 +223,7 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
   try {
     const before = rec.runs.length;
     const batch = await measure("batch", jobs, async () => {
+      const updates = eventUpdates;
       const results = await hg.events.scheduleBatch(
         "acme",
         Array.from({ length: jobs }, (_, i) => ({
@@ -224,7 +238,7 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
         60_000,
         "the batch to run",
       );
-      await new Promise((done) => setTimeout(done, 1_500));
+      await updatesLanded(updates, jobs);
     });
     // No transaction (it would bill every put twice): one conditional put per event.
     expect(
@@ -239,6 +253,7 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
 
     const retryStart = rec.runs.length;
     const retry = await measure("retry", jobs, async () => {
+      const updates = eventUpdates;
       for (let i = 0; i < jobs; i++)
         await hg.events.schedule("acme", { type: "test.record", payload: { failTimes: 1 }, delaySeconds: 7 });
       // Two runs per job: the failure and the retry.
@@ -247,7 +262,7 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
         90_000,
         "every job to fail once and succeed",
       );
-      await new Promise((done) => setTimeout(done, 1_500));
+      await updatesLanded(updates, 2 * jobs);
     });
     // The retry record and the success record.
     expect(
@@ -326,10 +341,13 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
     expect(perOccurrence("events:write")).toBeGreaterThanOrEqual(4.5);
     expect(perOccurrence("events:write")).toBeLessThanOrEqual(5.05);
     expect(perOccurrence("events:read")).toBeLessThanOrEqual(1.05);
-    // The schedule's advance (its `due` index entry moves with nextAt), shared by the
-    // occurrences one pass materializes; at most one advance per occurrence here.
+    // The schedule's advance: its item and its `due` index entry (projection ALL, so the whole
+    // item again, twice: a moved index key is a delete and a put), shared by the occurrences one
+    // pass materializes. A 1-second rate with 1-second ticks advances about once per
+    // occurrence here: about 5 units. Creating the ten schedules (transactions with the
+    // per-tenant counter) counts too.
     expect(perOccurrence("schedules:write")).toBeGreaterThan(0);
-    expect(perOccurrence("schedules:write")).toBeLessThanOrEqual(6);
+    expect(perOccurrence("schedules:write")).toBeLessThanOrEqual(8);
   } finally {
     await runtime.stop();
   }
