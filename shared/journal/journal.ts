@@ -1,6 +1,7 @@
 import { ConditionalCheckFailedException, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
   BatchGetCommand,
+  BatchWriteCommand,
   DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -32,6 +33,9 @@ export type CreateResult =
  * 64 in flight and less below (measured), AWS far more.
  */
 const PARALLEL_PUTS = 32;
+/** BatchWriteItem's limit, and requests of it in flight per batch create. */
+const BATCH_WRITE_ITEMS = 25;
+const PARALLEL_BATCH_WRITES = 8;
 const PARALLEL_READS = 8;
 
 /**
@@ -85,15 +89,52 @@ export class EventJournal {
   }
 
   /**
-   * Writes many events, each with its own conditional put (attribute_not_exists), so a repeat
-   * comes back as the existing item, exactly as `create`. Not a transaction: the events of a
-   * batch are independent (the API answers per item), so nothing needs all-or-nothing, and a
-   * transactional write costs twice the write units of a plain one. Not BatchWriteItem either: it
+   * Writes many events. An event whose id the client chose gets its own conditional put
+   * (attribute_not_exists), so a repeat comes back as the existing item, exactly as `create`. An
+   * event whose id Hourglass generated (a ULID no earlier event can carry) needs no check, so those
+   * go out in BatchWriteItem requests of 25, which write the same 1 WRU per KB with far fewer
+   * round trips (DynamoDB Local: about 900 items/s against 80–440 conditional puts a second).
+   * Never a transaction: the events of a batch are independent (the API answers per item), and a
+   * transactional write costs twice the write units. Never BatchWriteItem for a client's id: it
    * has no conditions, so a repeated id would overwrite the event it names, even a finished one.
-   * Many puts in flight keep it to a few round-trip times per batch.
    */
   async createMany(events: readonly { event: NewEvent; shard: number }[]): Promise<CreateResult[]> {
-    return pMap(events, ({ event, shard }) => this.create(event, shard), { concurrency: PARALLEL_PUTS });
+    const fresh = events.filter(({ event }) => event.generatedId === true);
+    const [checked] = await Promise.all([
+      pMap(
+        events.filter(({ event }) => event.generatedId !== true),
+        ({ event, shard }) => this.create(event, shard),
+        { concurrency: PARALLEL_PUTS },
+      ),
+      this.writeFresh(fresh),
+    ]);
+    let next = 0;
+    return events.map(({ event }) => (event.generatedId === true ? { created: true } : checked[next++]!));
+  }
+
+  /** BatchWriteItem, 25 puts a request, retrying what DynamoDB leaves unprocessed. */
+  private async writeFresh(events: readonly { event: NewEvent; shard: number }[]): Promise<void> {
+    const chunks: (typeof events)[] = [];
+    for (let i = 0; i < events.length; i += BATCH_WRITE_ITEMS)
+      chunks.push(events.slice(i, i + BATCH_WRITE_ITEMS));
+    await pMap(
+      chunks,
+      async (chunk) => {
+        let request: Record<string, { PutRequest: { Item: Record<string, unknown> } }[]> | undefined = {
+          [this.table]: chunk.map(({ event, shard }) => ({
+            PutRequest: { Item: toJournalItem(event, shard) as unknown as Record<string, unknown> },
+          })),
+        };
+        for (let round = 0; request && Object.keys(request).length > 0; round++) {
+          // Still throttled after about eight seconds: fail the call (a retried call gets new ids).
+          if (round > 12) throw new Error(`BatchWriteItem left items unprocessed after ${round} rounds`);
+          if (round > 0) await sleep(Math.min(1_000, 20 * 2 ** round));
+          const reply = await this.doc.send(new BatchWriteCommand({ RequestItems: request }));
+          request = reply.UnprocessedItems as typeof request;
+        }
+      },
+      { concurrency: PARALLEL_BATCH_WRITES },
+    );
   }
 
   async get(tenant: string, id: string): Promise<JournalItem | undefined> {

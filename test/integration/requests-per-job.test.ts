@@ -226,7 +226,10 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
       const updates = eventUpdates;
       const results = await hg.events.scheduleBatch(
         "acme",
+        // Half with the client's own ids (a conditional put each), half with ids Hourglass
+        // generates (no earlier event can have them: BatchWriteItem, 25 a request).
         Array.from({ length: jobs }, (_, i) => ({
+          ...(i % 2 === 0 && { id: `cost-batch-${i}` }),
           type: "test.record",
           payload: orderPayload(`b-${String(i).padStart(3, "0")}`),
           delaySeconds: 7,
@@ -240,11 +243,15 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
       );
       await updatesLanded(updates, jobs);
     });
-    // No transaction (it would bill every put twice): one conditional put per event.
+    // No transaction (it would bill every put twice): a conditional put per client id, and
+    // BatchWriteItem requests of 25 for generated ids.
     expect(
       batch.calls("dynamodb:TransactWriteCommand") + batch.calls("dynamodb:TransactWriteItemsCommand"),
     ).toBe(0);
-    expect(batch.calls("dynamodb:PutCommand") + batch.calls("dynamodb:PutItemCommand")).toBeCloseTo(1, 5);
+    expect(batch.calls("dynamodb:PutCommand") + batch.calls("dynamodb:PutItemCommand")).toBeCloseTo(0.5, 5);
+    expect(
+      batch.calls("dynamodb:BatchWriteCommand") + batch.calls("dynamodb:BatchWriteItemCommand"),
+    ).toBeCloseTo(4 / jobs, 5);
     // The same units as one at a time: 3 for the put and its index entries, 2 at success.
     expect(batch.units("events:write")).toBeGreaterThanOrEqual(5);
     expect(batch.units("events:write")).toBeLessThanOrEqual(5.05);
