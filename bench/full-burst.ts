@@ -81,6 +81,7 @@ await hourglass.events.scheduleBatch(
 const enqueueRate = 500 / ((Date.now() - enqueueStarted) / 1000);
 const lead = Math.max(8_000, Math.ceil((n / enqueueRate) * 1_500) + 6_000);
 const dueAt = Date.now() + lead;
+const burstEnqueueStarted = Date.now();
 for (let i = 0; i < n; i += 500) {
   await hourglass.events.scheduleBatch(
     "bench",
@@ -92,6 +93,7 @@ for (let i = 0; i < n; i += 500) {
   );
 }
 const enqueueLateMs = Math.max(0, Date.now() - dueAt);
+const enqueuePerSecond = Math.round(n / ((Date.now() - burstEnqueueStarted) / 1000));
 for (const key of Object.keys(calls)) if (!key.startsWith("sqs:SendMessageBatch")) delete calls[key];
 
 // The process's own CPU and event-loop delay over the burst window, and DynamoDB Local's CPU.
@@ -158,6 +160,7 @@ const report = {
   n,
   complete,
   enqueueLateMs,
+  enqueuePerSecond,
   leadMs: lead,
   lateness: {
     p50: late.p50,
