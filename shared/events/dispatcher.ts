@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { ScriptCode } from "../engine/codes.ts";
 import { memberOf, parseMember } from "../engine/keys.ts";
 import { JournalConditionError } from "../journal/errors.ts";
-import { type JournalItem, journalKey, TERMINAL_STATUSES } from "../journal/item.ts";
+import { type JournalItem, journalKey, payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
@@ -325,7 +325,7 @@ export class Dispatcher {
         }
         if (moved.code === ScriptCode.DISPATCHED) report.resynced++;
       }
-      const inline = item ? inlinePayload(item.payload) : undefined;
+      const inline = item ? inlinePayload(payloadJsonOf(item)) : undefined;
       messages.push(inline === undefined ? message : { ...message, payload: inline });
     }
     return messages;

@@ -24,6 +24,11 @@ export interface NewEvent {
   /** A hash of what the client asked for; a repeat with another fingerprint is a conflict. */
   readonly fingerprint: string;
   readonly createdAt: number;
+  /**
+   * Hourglass made the id (the client sent none): no earlier event can carry it, so the journal
+   * may write it without an existence check (see EventJournal.createMany).
+   */
+  readonly generatedId?: true | undefined;
 }
 
 /** What `get` and `list` return: the durable record overlaid with the index's live state. */

@@ -3,7 +3,7 @@ import { ScriptCode } from "../engine/codes.ts";
 import { memberOf } from "../engine/keys.ts";
 import { idFactory } from "../ids.ts";
 import { JournalConditionError } from "../journal/errors.ts";
-import { type JournalItem, PENDING_STATUSES, viewOf } from "../journal/item.ts";
+import { type JournalItem, PENDING_STATUSES, payloadJsonOf, viewOf } from "../journal/item.ts";
 import { type EngineDeps, overlay, restoreEntryOf, viewFromIndex } from "./deps.ts";
 import {
   EventNotFoundError,
@@ -425,7 +425,7 @@ export class EventService {
       await index.restore([restoreEntryOf(item)], now, { replay: true });
     if (revived.code === ScriptCode.DISPATCHED) {
       // Due now: straight to the queue, as a new event would be, not at the next dispatcher tick.
-      const payload = inlinePayload(item.payload);
+      const payload = inlinePayload(payloadJsonOf(item));
       await this.send(
         [
           {

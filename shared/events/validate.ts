@@ -88,6 +88,7 @@ export function toNewEvent(
     // A generated id cannot be sent twice, so only a client's id needs its content remembered.
     fingerprint: input.id === undefined ? "" : fingerprint(input),
     createdAt: now,
+    ...(input.id === undefined && { generatedId: true as const }),
   };
 }
 

@@ -6,7 +6,7 @@ import { parseMember } from "../engine/keys.ts";
 import { REDIS_TIME, type StartResult, type TransitionResult } from "../engine/redis-index.ts";
 import { NonRetryableError } from "../handlers/errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
-import { TERMINAL_STATUSES } from "../journal/item.ts";
+import { payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
 import { parseOccurrenceId } from "../schedules/occurrence-id.ts";
 import { backoffDelay } from "./backoff.ts";
 import type { EngineDeps } from "./deps.ts";
@@ -203,7 +203,7 @@ export class Worker {
     if (!body.payloadInJournal) return body.payload;
     const item = await this.deps.journal?.load(event.tenant, event.id);
     if (!item) throw new JournalItemMissingError(event.tenant, event.id);
-    return JSON.parse(item.payload) as unknown;
+    return JSON.parse(payloadJsonOf(item)) as unknown;
   }
 
   private async succeed(done: Done): Promise<WorkResult> {

@@ -1,4 +1,5 @@
 import type { BackoffPolicy, EventStatus, EventView, NewEvent } from "../events/model.ts";
+import { packPayload, unpackPayload } from "./payload.ts";
 
 /** Journal statuses: the live statuses `dispatched` and `running` exist only in the index. */
 export type JournalStatus = Extract<
@@ -15,8 +16,13 @@ export interface JournalItem {
   readonly tenant: string;
   readonly id: string;
   readonly type: string;
-  /** JSON text, so any JSON value round-trips exactly. */
-  readonly payload: string;
+  /**
+   * JSON text, so any JSON value round-trips exactly. Absent when the payload is stored compressed
+   * in `payloadz` instead (see payload.ts); read it through `payloadJsonOf`.
+   */
+  readonly payload?: string;
+  /** The payload's JSON text, brotli-compressed: larger payloads, so the item stays under 1 KB. */
+  readonly payloadz?: Uint8Array;
   readonly runAt: number;
   readonly status: JournalStatus;
   readonly attempts: number;
@@ -58,7 +64,7 @@ export function toJournalItem(event: NewEvent, shard: number): JournalItem {
     tenant: event.tenant,
     id: event.id,
     type: event.type,
-    payload: JSON.stringify(event.payload),
+    ...packPayload(JSON.stringify(event.payload)),
     runAt: event.runAt,
     status: "scheduled",
     attempts: 0,
@@ -82,8 +88,13 @@ export function viewOf(item: JournalItem, defaultMaxAttempts: number): EventView
     attempts: item.attempts,
     maxAttempts: item.maxAttempts ?? defaultMaxAttempts,
     lastError: item.lastError,
-    payload: JSON.parse(item.payload) as unknown,
+    payload: JSON.parse(payloadJsonOf(item)) as unknown,
     createdAt: item.createdAt,
     updatedAt: item.updatedAt,
   };
+}
+
+/** The payload's JSON text, whichever way the item stores it. */
+export function payloadJsonOf(item: Pick<JournalItem, "payload" | "payloadz">): string {
+  return unpackPayload(item);
 }

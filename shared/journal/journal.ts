@@ -1,20 +1,17 @@
-import {
-  ConditionalCheckFailedException,
-  type DynamoDBClient,
-  TransactionCanceledException,
-} from "@aws-sdk/client-dynamodb";
+import { ConditionalCheckFailedException, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
   BatchGetCommand,
+  BatchWriteCommand,
   DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
   QueryCommand,
   type QueryCommandInput,
-  TransactWriteCommand,
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import DataLoader from "dataloader";
+import pMap from "p-map";
 import type { NewEvent } from "../events/model.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { JournalConditionError } from "./errors.ts";
@@ -30,10 +27,15 @@ export type CreateResult =
   | { readonly created: true }
   | { readonly created: false; readonly existing: JournalItem };
 
-/** DynamoDB's limits for one transaction: 100 items, 4 MB. We stay under the size with a margin. */
-const TRANSACTION_ITEMS = 100;
-const TRANSACTION_BYTES = 3_500_000;
-const PARALLEL_TRANSACTIONS = 4;
+/**
+ * Puts in flight per batch create. The SDK's default agent keeps 50 sockets, so this leaves room
+ * for the process's other requests; DynamoDB Local serves about 440 conditional puts a second at
+ * 64 in flight and less below (measured), AWS far more.
+ */
+const PARALLEL_PUTS = 32;
+/** BatchWriteItem's limit, and requests of it in flight per batch create. */
+const BATCH_WRITE_ITEMS = 25;
+const PARALLEL_BATCH_WRITES = 8;
 const PARALLEL_READS = 8;
 
 /**
@@ -87,62 +89,52 @@ export class EventJournal {
   }
 
   /**
-   * Writes many events in transactions of up to 100, each put conditional on the id being new.
-   * One round trip per transaction, not per event. When some ids exist, DynamoDB cancels the
-   * transaction and names them (with their items); the rest are written again without them.
+   * Writes many events. An event whose id the client chose gets its own conditional put
+   * (attribute_not_exists), so a repeat comes back as the existing item, exactly as `create`. An
+   * event whose id Hourglass generated (a ULID no earlier event can carry) needs no check, so those
+   * go out in BatchWriteItem requests of 25, which write the same 1 WRU per KB with far fewer
+   * round trips (DynamoDB Local: about 900 items/s against 80–440 conditional puts a second).
+   * Never a transaction: the events of a batch are independent (the API answers per item), and a
+   * transactional write costs twice the write units. Never BatchWriteItem for a client's id: it
+   * has no conditions, so a repeated id would overwrite the event it names, even a finished one.
    */
   async createMany(events: readonly { event: NewEvent; shard: number }[]): Promise<CreateResult[]> {
-    const results: CreateResult[] = new Array(events.length);
-    const chunks = chunkBySize(events.map((e, index) => ({ ...e, index })));
+    const fresh = events.filter(({ event }) => event.generatedId === true);
+    const [checked] = await Promise.all([
+      pMap(
+        events.filter(({ event }) => event.generatedId !== true),
+        ({ event, shard }) => this.create(event, shard),
+        { concurrency: PARALLEL_PUTS },
+      ),
+      this.writeFresh(fresh),
+    ]);
     let next = 0;
-    const runner = async () => {
-      while (next < chunks.length) {
-        const chunk = chunks[next++]!;
-        await this.writeChunk(chunk, results);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(PARALLEL_TRANSACTIONS, chunks.length) }, runner));
-    return results;
+    return events.map(({ event }) => (event.generatedId === true ? { created: true } : checked[next++]!));
   }
 
-  private async writeChunk(
-    chunk: { event: NewEvent; shard: number; index: number }[],
-    results: CreateResult[],
-  ): Promise<void> {
-    let pending = chunk;
-    for (let round = 0; pending.length > 0; round++) {
-      try {
-        await this.doc.send(
-          new TransactWriteCommand({
-            TransactItems: pending.map(({ event, shard }) => ({
-              Put: {
-                TableName: this.table,
-                Item: toJournalItem(event, shard),
-                ConditionExpression: "attribute_not_exists(pk)",
-                ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-              },
-            })),
-          }),
-        );
-        for (const { index } of pending) results[index] = { created: true };
-        return;
-      } catch (error) {
-        if (!(error instanceof TransactionCanceledException) || round >= 10) throw error;
-        const reasons = error.CancellationReasons ?? [];
-        const retry: typeof pending = [];
-        pending.forEach((entry, i) => {
-          const reason = reasons[i];
-          if (reason?.Code === "ConditionalCheckFailed" && reason.Item) {
-            results[entry.index] = { created: false, existing: unmarshall(reason.Item) as JournalItem };
-          } else {
-            retry.push(entry);
-          }
-        });
-        // A conflict with another transaction cancels everything; back off before trying again.
-        if (retry.length === pending.length) await sleep(Math.random() * 50 * 2 ** round);
-        pending = retry;
-      }
-    }
+  /** BatchWriteItem, 25 puts a request, retrying what DynamoDB leaves unprocessed. */
+  private async writeFresh(events: readonly { event: NewEvent; shard: number }[]): Promise<void> {
+    const chunks: (typeof events)[] = [];
+    for (let i = 0; i < events.length; i += BATCH_WRITE_ITEMS)
+      chunks.push(events.slice(i, i + BATCH_WRITE_ITEMS));
+    await pMap(
+      chunks,
+      async (chunk) => {
+        let request: Record<string, { PutRequest: { Item: Record<string, unknown> } }[]> | undefined = {
+          [this.table]: chunk.map(({ event, shard }) => ({
+            PutRequest: { Item: toJournalItem(event, shard) as unknown as Record<string, unknown> },
+          })),
+        };
+        for (let round = 0; request && Object.keys(request).length > 0; round++) {
+          // Still throttled after about eight seconds: fail the call (a retried call gets new ids).
+          if (round > 12) throw new Error(`BatchWriteItem left items unprocessed after ${round} rounds`);
+          if (round > 0) await sleep(Math.min(1_000, 20 * 2 ** round));
+          const reply = await this.doc.send(new BatchWriteCommand({ RequestItems: request }));
+          request = reply.UnprocessedItems as typeof request;
+        }
+      },
+      { concurrency: PARALLEL_BATCH_WRITES },
+    );
   }
 
   async get(tenant: string, id: string): Promise<JournalItem | undefined> {
@@ -164,10 +156,9 @@ export class EventJournal {
     const chunks: string[][] = [];
     for (let i = 0; i < unique.length; i += 100) chunks.push(unique.slice(i, i + 100));
     // Several requests in flight: a dispatcher claiming thousands of events reads them in parallel.
-    let next = 0;
-    const runner = async () => {
-      while (next < chunks.length) {
-        const chunk = chunks[next++]!;
+    await pMap(
+      chunks,
+      async (chunk) => {
         let request:
           | Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: boolean }>
           | undefined = {
@@ -180,9 +171,9 @@ export class EventJournal {
             found.set(item.pk as string, item as JournalItem);
           request = reply.UnprocessedKeys as typeof request;
         }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(PARALLEL_READS, chunks.length) }, runner));
+      },
+      { concurrency: PARALLEL_READS },
+    );
     return found;
   }
 
@@ -390,24 +381,6 @@ export class EventJournal {
 }
 
 export type { JournalStatus };
-
-function chunkBySize<T extends { event: NewEvent }>(entries: T[]): T[][] {
-  const chunks: T[][] = [];
-  let current: T[] = [];
-  let bytes = 0;
-  for (const entry of entries) {
-    const size = JSON.stringify(entry.event.payload).length + 512;
-    if (current.length === TRANSACTION_ITEMS || (current.length > 0 && bytes + size > TRANSACTION_BYTES)) {
-      chunks.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(entry);
-    bytes += size;
-  }
-  if (current.length > 0) chunks.push(current);
-  return chunks;
-}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((done) => setTimeout(done, ms));

@@ -6,26 +6,60 @@ import { eventually, type TestHourglass, testHourglass } from "../support/harnes
 import { recorder } from "../support/recorder.ts";
 
 /**
- * How many AWS requests one job costs, counted on the real clients through a whole life
- * (schedule → dispatch → queue → run → success). docs/cost.md is built on these counts.
+ * How many AWS requests, and how many DynamoDB capacity units, one job costs, counted on the real
+ * clients through a whole life (schedule → dispatch → queue → run → success), per path: single,
+ * batch, retry, cancel and a recurring schedule's occurrence. Capacity units are DynamoDB Local's
+ * own `ReturnConsumedCapacity: "INDEXES"` figures (the table and every index it writes, computed
+ * from item sizes as AWS bills them), asked for on every call. docs/cost.md is built on these.
  */
 const rec = recorder();
 let hg: TestHourglass;
 const counts: Record<string, number> = {};
+/** Capacity units per table ("events", "schedules", …) and kind (`write`, `read`, `query`). */
+const units: Record<string, number> = {};
 let eventUpdates = 0;
+
+const WRITES = /^(Put|Update|Delete|BatchWrite|TransactWrite)/;
+const tableNames = () => ({
+  [hg.config.tables.events]: "events",
+  [hg.config.tables.schedules]: "schedules",
+  [hg.config.tables.leases]: "leases",
+});
+
+interface Capacity {
+  TableName?: string;
+  CapacityUnits?: number;
+}
 
 const count =
   (service: string) =>
-  (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) =>
+  (next: (args: unknown) => Promise<{ output?: unknown }>, context: { commandName?: string }) =>
   async (args: unknown) => {
-    const key = `${service}:${context.commandName ?? "?"}`;
+    const command = context.commandName ?? "?";
+    const key = `${service}:${command}`;
     counts[key] = (counts[key] ?? 0) + 1;
+    const input = (args as { input?: { TableName?: string; ReturnConsumedCapacity?: string } }).input;
     // The dispatcher's group leases add updates per tick, not per job (more under a loaded
     // machine's slower run): the event's own updates are counted apart.
-    const table = (args as { input?: { TableName?: string } }).input?.TableName;
+    const table = input?.TableName;
     if (table !== undefined && table === hg.config.tables.events && key.startsWith("dynamodb:Update"))
       eventUpdates++;
-    return next(args);
+    if (
+      service === "dynamodb" &&
+      input &&
+      !command.startsWith("ListTables") &&
+      !/Table|TimeToLive/.test(command)
+    )
+      input.ReturnConsumedCapacity = "INDEXES";
+    const result = await next(args);
+    const consumed = (result.output as { ConsumedCapacity?: Capacity | Capacity[] } | undefined)
+      ?.ConsumedCapacity;
+    const kind = WRITES.test(command) ? "write" : command.startsWith("Query") ? "query" : "read";
+    for (const c of consumed === undefined ? [] : Array.isArray(consumed) ? consumed : [consumed]) {
+      const name = tableNames()[c.TableName ?? ""] ?? "other";
+      units[`${name}:${kind}`] = (units[`${name}:${kind}`] ?? 0) + (c.CapacityUnits ?? 0);
+    }
+    return result;
   };
 
 beforeAll(async () => {
@@ -46,17 +80,67 @@ afterAll(async () => {
   await hg.destroy();
 });
 
-it("counts the AWS requests of one job", async () => {
+/**
+ * A realistic payload of about 1 KB (what docs/cost.md prices): an order webhook's body. JSON
+ * like this compresses about 3×, so the journal item stays under 1 KB (see shared/journal/payload.ts).
+ */
+function orderPayload(label: string) {
+  return {
+    label,
+    order: {
+      id: `ord_${label}`,
+      customer: { id: "cus_8842", email: "buyer@example.com", name: "Ada Lovelace", locale: "en-GB" },
+      lines: Array.from({ length: 6 }, (_, i) => ({
+        sku: `SKU-${1000 + i}`,
+        title: `Product number ${i} with a descriptive title`,
+        quantity: i + 1,
+        unitPrice: { amount: 1999 + i * 100, currency: "EUR" },
+      })),
+      shipping: {
+        method: "standard",
+        address: { line1: "12 Example Street", city: "London", postcode: "N1 9GU", country: "GB" },
+      },
+      callbackUrl: "https://hooks.example.com/orders/reminders?source=hourglass&kind=abandoned-cart",
+    },
+  };
+}
+
+/** Waits until the events table has taken `updates` more updates: completion writes trail the runs. */
+const updatesLanded = async (since: number, updates: number) => {
+  await eventually(
+    async () => (eventUpdates - since >= updates ? true : undefined),
+    60_000,
+    "the completion writes to land",
+  );
+  await new Promise((done) => setTimeout(done, 500));
+};
+
+const perJobOf = (jobs: number) =>
+  Object.fromEntries(
+    Object.keys(counts)
+      .sort()
+      .map((k) => [k, Number(((counts[k] ?? 0) / jobs).toFixed(3))]),
+  );
+const unitsPerJobOf = (jobs: number) =>
+  Object.fromEntries(
+    Object.keys(units)
+      .sort()
+      .map((k) => [k, Number(((units[k] ?? 0) / jobs).toFixed(3))]),
+  );
+
+it("counts the AWS requests and capacity units of one job", async () => {
   const jobs = 300;
   const tenant = freshTenant("cost");
+  const payloadBytes = JSON.stringify(orderPayload("job-000")).length;
   const runtime = startRuntime(hg, { tickMs: 1_000 });
   const started = Date.now();
+  const updates = eventUpdates;
   try {
     // One at a time, as API calls arrive; due beyond the look-ahead, so the dispatcher sends them.
     for (let i = 0; i < jobs; i++)
       await hg.events.schedule(tenant, {
         type: "test.record",
-        payload: { label: `job-${i}` },
+        payload: orderPayload(`job-${String(i).padStart(3, "0")}`),
         delaySeconds: 7,
       });
     await eventually(
@@ -64,30 +148,39 @@ it("counts the AWS requests of one job", async () => {
       60_000,
       "every job to run",
     );
-    // Let the last acks and journal writes land.
-    await new Promise((done) => setTimeout(done, 1_500));
+    // Let the last journal writes and acks land.
+    await updatesLanded(updates, jobs);
   } finally {
     await runtime.stop();
   }
   const minutes = (Date.now() - started) / 60_000;
   const perJob = (key: string) => (counts[key] ?? 0) / jobs;
+  const unitsPerJob = (key: string) => (units[key] ?? 0) / jobs;
   const report = {
     jobs,
+    payloadBytes,
     minutes: Number(minutes.toFixed(2)),
-    perJob: Object.fromEntries(
-      Object.keys(counts)
-        .sort()
-        .map((k) => [k, Number(perJob(k).toFixed(3))]),
-    ),
+    perJob: perJobOf(jobs),
+    unitsPerJob: unitsPerJobOf(jobs),
     raw: counts,
   };
-  // For reading after a run (docs/benchmarks.md quotes it); not printed, so a passing run reads clean.
+  // For reading after a run (docs/cost.md quotes it); not printed, so a passing run reads clean.
   writeFileSync(".hourglass/requests-per-job.json", `${JSON.stringify(report, null, 2)}\n`);
 
+  expect(payloadBytes).toBeGreaterThan(900);
   // The event's own durable writes: one conditional put, one conditional update at success.
   expect(perJob("dynamodb:PutCommand") + perJob("dynamodb:PutItemCommand")).toBeCloseTo(1, 5);
   expect(eventUpdates / jobs).toBeGreaterThanOrEqual(1);
   expect(eventUpdates / jobs).toBeLessThan(1.3);
+  // In units, with a 1 KB payload: the put (1, the item is under 1 KB) and its `pending` and
+  // `byTenant` index entries (1 each); the success update (1) and the `pending` entry it removes
+  // (1). A duplicate delivery's refused success write would add 1; none is expected here.
+  expect(unitsPerJob("events:write")).toBeGreaterThanOrEqual(5);
+  expect(unitsPerJob("events:write")).toBeLessThanOrEqual(5.05);
+  // One strongly consistent read of the item (≤ 4 KB) by the dispatcher, for the message (a
+  // claim the dispatcher re-checks after a slow tick reads again: a few in a run).
+  expect(unitsPerJob("events:read")).toBeGreaterThan(0.95);
+  expect(unitsPerJob("events:read")).toBeLessThanOrEqual(1.05);
   // Sends go out ten to a request at most, and payload reads are batched.
   expect(perJob("sqs:SendMessageBatchCommand")).toBeGreaterThan(0);
   expect(perJob("sqs:SendMessageBatchCommand")).toBeLessThanOrEqual(0.3);
@@ -101,37 +194,44 @@ it("counts the AWS requests of one job", async () => {
 }, 120_000);
 
 /**
- * The same count for the other paths docs/cost.md prices: batch submission (TransactWriteItems,
- * 100 items a transaction), a job that fails once and is retried, and a job cancelled before it
- * is dispatched. Each writes `.hourglass/requests-per-job-<path>.json`.
+ * The same count for the other paths docs/cost.md prices: batch submission (one conditional put
+ * per event, no transaction), a job that fails once and is retried, a job cancelled before it is
+ * dispatched, and an occurrence of a recurring schedule. Each writes
+ * `.hourglass/requests-per-job-<path>.json`.
  */
 const measure = async (path: string, jobs: number, work: () => Promise<void>) => {
   for (const key of Object.keys(counts)) delete counts[key];
+  for (const key of Object.keys(units)) delete units[key];
   await work();
-  const perJob = Object.fromEntries(
-    Object.keys(counts)
-      .sort()
-      .map((k) => [k, Number(((counts[k] ?? 0) / jobs).toFixed(3))]),
-  );
+  const perJob = perJobOf(jobs);
+  const unitsPerJob = unitsPerJobOf(jobs);
   writeFileSync(
     `.hourglass/requests-per-job-${path}.json`,
-    `${JSON.stringify({ path, jobs, perJob }, null, 2)}\n`,
+    `${JSON.stringify({ path, jobs, perJob, unitsPerJob }, null, 2)}\n`,
   );
-  console.log(path, JSON.stringify(perJob));
-  return (key: string) => perJob[key] ?? 0;
+  // A snapshot: what runs after the measurement (listing, say) must not count.
+  const measured = { ...units };
+  return {
+    calls: (key: string) => perJob[key] ?? 0,
+    units: (key: string) => (measured[key] ?? 0) / jobs,
+  };
 };
 
-it("counts the AWS requests of one job on the batch, retry and cancel paths", async () => {
+it("counts the AWS requests and units of one job on the batch, retry, cancel and schedule paths", async () => {
   const jobs = 200;
   const runtime = startRuntime(hg, { tickMs: 1_000 });
   try {
     const before = rec.runs.length;
     const batch = await measure("batch", jobs, async () => {
+      const updates = eventUpdates;
       const results = await hg.events.scheduleBatch(
         "acme",
+        // Half with the client's own ids (a conditional put each), half with ids Hourglass
+        // generates (no earlier event can have them: BatchWriteItem, 25 a request).
         Array.from({ length: jobs }, (_, i) => ({
+          ...(i % 2 === 0 && { id: `cost-batch-${i}` }),
           type: "test.record",
-          payload: { label: `b-${i}` },
+          payload: orderPayload(`b-${String(i).padStart(3, "0")}`),
           delaySeconds: 7,
         })),
       );
@@ -141,15 +241,26 @@ it("counts the AWS requests of one job on the batch, retry and cancel paths", as
         60_000,
         "the batch to run",
       );
-      await new Promise((done) => setTimeout(done, 1_500));
+      await updatesLanded(updates, jobs);
     });
+    // No transaction (it would bill every put twice): a conditional put per client id, and
+    // BatchWriteItem requests of 25 for generated ids.
     expect(
-      batch("dynamodb:TransactWriteCommand") + batch("dynamodb:TransactWriteItemsCommand"),
-    ).toBeLessThanOrEqual(0.02);
-    expect(batch("dynamodb:PutCommand") + batch("dynamodb:PutItemCommand")).toBe(0);
+      batch.calls("dynamodb:TransactWriteCommand") + batch.calls("dynamodb:TransactWriteItemsCommand"),
+    ).toBe(0);
+    expect(batch.calls("dynamodb:PutCommand") + batch.calls("dynamodb:PutItemCommand")).toBeCloseTo(0.5, 5);
+    expect(
+      batch.calls("dynamodb:BatchWriteCommand") + batch.calls("dynamodb:BatchWriteItemCommand"),
+    ).toBeCloseTo(4 / jobs, 5);
+    // The same units as one at a time: 3 for the put and its index entries, 2 at success.
+    expect(batch.units("events:write")).toBeGreaterThanOrEqual(5);
+    expect(batch.units("events:write")).toBeLessThanOrEqual(5.05);
+    expect(batch.units("events:read")).toBeGreaterThan(0.95);
+    expect(batch.units("events:read")).toBeLessThanOrEqual(1.05);
 
     const retryStart = rec.runs.length;
     const retry = await measure("retry", jobs, async () => {
+      const updates = eventUpdates;
       for (let i = 0; i < jobs; i++)
         await hg.events.schedule("acme", { type: "test.record", payload: { failTimes: 1 }, delaySeconds: 7 });
       // Two runs per job: the failure and the retry.
@@ -158,24 +269,93 @@ it("counts the AWS requests of one job on the batch, retry and cancel paths", as
         90_000,
         "every job to fail once and succeed",
       );
-      await new Promise((done) => setTimeout(done, 1_500));
+      await updatesLanded(updates, 2 * jobs);
     });
     // The retry record and the success record.
-    expect(retry("dynamodb:UpdateCommand") + retry("dynamodb:UpdateItemCommand")).toBeGreaterThanOrEqual(2);
+    expect(
+      retry.calls("dynamodb:UpdateCommand") + retry.calls("dynamodb:UpdateItemCommand"),
+    ).toBeGreaterThanOrEqual(2);
+    // Put 3; the retry record 1 plus the `pending` entry moved to the new due time (2: a
+    // changed index key is a delete and a put); success 2.
+    expect(retry.units("events:write")).toBeGreaterThanOrEqual(8);
+    expect(retry.units("events:write")).toBeLessThanOrEqual(8.05);
+    // The retry goes straight to the queue with the payload it already had: no second read.
+    expect(retry.units("events:read")).toBeLessThanOrEqual(1.05);
 
     const cancel = await measure("cancel", jobs, async () => {
       for (let i = 0; i < jobs; i++) {
         const { event } = await hg.events.schedule("acme", {
           type: "test.record",
-          payload: {},
+          payload: orderPayload(`c-${i}`),
           delaySeconds: 3_600,
         });
         await hg.events.cancel("acme", event.id);
       }
     });
-    expect(cancel("dynamodb:PutCommand") + cancel("dynamodb:PutItemCommand")).toBeCloseTo(1, 5);
-    expect(cancel("sqs:SendMessageBatchCommand")).toBe(0);
+    expect(cancel.calls("dynamodb:PutCommand") + cancel.calls("dynamodb:PutItemCommand")).toBeCloseTo(1, 5);
+    expect(cancel.calls("sqs:SendMessageBatchCommand")).toBe(0);
+    // Put 3; the cancel record 1 and the `pending` entry removed 1.
+    expect(cancel.units("events:write")).toBe(5);
+    expect(cancel.units("events:read")).toBe(0);
+
+    // A recurring schedule's occurrences: created by the dispatcher's materializer in batches.
+    const schedules = 10;
+    const occurrenceStart = rec.runs.length;
+    let occurrences = 0;
+    const occurrence = await measure("schedule", 1, async () => {
+      for (let i = 0; i < schedules; i++)
+        await hg.schedules!.create("acme", {
+          id: `cost-${i}`,
+          rate: "1 second",
+          event: { type: "test.record", payload: orderPayload(`s-${i}`) },
+        });
+      await eventually(
+        async () => (rec.runs.length >= occurrenceStart + 200 ? true : undefined),
+        90_000,
+        "200 occurrences to run",
+      );
+      for (let i = 0; i < schedules; i++) await hg.schedules!.delete("acme", `cost-${i}`);
+      await new Promise((done) => setTimeout(done, 2_000));
+    });
+    // Every occurrence created (run, or cancelled by the delete before it ran) is one job.
+    // Counted after the measurement: listing reads items too.
+    for (let i = 0; i < schedules; i++) {
+      let cursor: string | undefined;
+      do {
+        const page = await hg.events.list("acme", { scheduleId: `cost-${i}`, limit: 100, cursor });
+        occurrences += page.events.length;
+        cursor = page.cursor;
+      } while (cursor);
+    }
+    const perOccurrence = (key: string) => occurrence.units(key) / occurrences;
+    writeFileSync(
+      ".hourglass/requests-per-job-schedule-units.json",
+      `${JSON.stringify(
+        {
+          occurrences,
+          eventsWrite: perOccurrence("events:write"),
+          eventsRead: perOccurrence("events:read"),
+          schedulesWrite: perOccurrence("schedules:write"),
+          schedulesRead: perOccurrence("schedules:read") + perOccurrence("schedules:query"),
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    expect(occurrences).toBeGreaterThanOrEqual(200);
+    // The occurrence's own event: as a batch create (the materializer creates them in batches).
+    // Occurrences cancelled by the delete cost less (no read; cancel instead of success).
+    expect(perOccurrence("events:write")).toBeGreaterThanOrEqual(4.5);
+    expect(perOccurrence("events:write")).toBeLessThanOrEqual(5.05);
+    expect(perOccurrence("events:read")).toBeLessThanOrEqual(1.05);
+    // The schedule's advance: its item and its `due` index entry (projection ALL, so the whole
+    // item again, twice: a moved index key is a delete and a put), shared by the occurrences one
+    // pass materializes. A 1-second rate with 1-second ticks advances about once per
+    // occurrence here: about 5 units. Creating the ten schedules (transactions with the
+    // per-tenant counter) counts too.
+    expect(perOccurrence("schedules:write")).toBeGreaterThan(0);
+    expect(perOccurrence("schedules:write")).toBeLessThanOrEqual(8);
   } finally {
     await runtime.stop();
   }
-}, 240_000);
+}, 300_000);

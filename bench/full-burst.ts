@@ -1,0 +1,216 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { parseArgs } from "node:util";
+import { startRuntime } from "../shared/local/runtime.ts";
+import { startLocalStack, useLocalEndpoints } from "../shared/local/stack.ts";
+import { startRedisServer } from "../test/support/redis-servers.ts";
+import { benchHourglass } from "./hourglass.ts";
+import { lateness, payloadOf, percentile, sleep, until } from "./stats.ts";
+
+/**
+ * `npx tsx bench/full-burst.ts [--n 20000]`: the full-stack burst row of `npm run bench` alone,
+ * instrumented, to say where each second of its p99 goes (docs/benchmarks.md, "Full-stack burst:
+ * where the time goes"). SDK middleware timestamps every send, receive, journal write and delete;
+ * the worker hook timestamps every start. All times are relative to the instant the burst is due.
+ */
+const { values } = parseArgs({
+  options: { n: { type: "string", default: "20000" }, pollers: { type: "string", default: "16" } },
+});
+const n = Number(values.n);
+/** Long polls in flight; 16 is what `npm run bench` uses. */
+const pollers = Number(values.pollers);
+
+const redisServer = await startRedisServer();
+const stack = await startLocalStack({
+  redisUrl: redisServer.url,
+  dataDir: ".hourglass/bench",
+  persist: false,
+});
+useLocalEndpoints(stack);
+
+/** Timestamps of completed calls, each with the number of messages or items it carried. */
+const calls: Record<string, { at: number; items: number }[]> = {};
+const record = (name: string, items: number) => {
+  calls[name] = calls[name] ?? [];
+  calls[name].push({ at: Date.now(), items });
+};
+
+const { hourglass, samples } = await benchHourglass("full", redisServer.url);
+const middleware =
+  (service: string) =>
+  (next: (args: unknown) => Promise<{ output?: unknown }>, context: { commandName?: string }) =>
+  async (args: unknown) => {
+    const result = await next(args);
+    const command = (context.commandName ?? "?").replace(/Command$/, "");
+    const input = (args as { input?: { Entries?: unknown[]; TableName?: string } }).input;
+    const output = result.output as
+      | { Messages?: unknown[]; Responses?: Record<string, unknown[]> }
+      | undefined;
+    const items =
+      command === "ReceiveMessage"
+        ? (output?.Messages?.length ?? 0)
+        : command.endsWith("Batch")
+          ? (input?.Entries?.length ?? 0)
+          : command === "BatchGetItem"
+            ? Object.values(output?.Responses ?? {}).reduce((sum, r) => sum + r.length, 0)
+            : 1;
+    const table = input?.TableName?.endsWith("-leases") ? ":lease" : "";
+    record(`${service}:${command}${table}`, items);
+    return result;
+  };
+for (const [service, client] of [
+  ["dynamodb", hourglass.dynamo],
+  ["dynamodb", hourglass.dynamoReads],
+  ["sqs", hourglass.sqs],
+] as const) {
+  (client.middlewareStack as unknown as { add(m: unknown, o: unknown): void }).add(middleware(service), {
+    step: "initialize",
+    name: `instrument-${service}-${Math.random()}`,
+  });
+}
+
+// Enqueue first (not measured here), with the same lead rule as bench/run.ts.
+const runtime = startRuntime(hourglass, { pollers, maxInFlight: n });
+const payload = payloadOf(100);
+const enqueueStarted = Date.now();
+const probeDue = Date.now() + 3_600_000;
+await hourglass.events.scheduleBatch(
+  "bench",
+  Array.from({ length: 500 }, () => ({
+    type: "bench.noop",
+    payload,
+    runAt: new Date(probeDue).toISOString(),
+  })),
+);
+const enqueueRate = 500 / ((Date.now() - enqueueStarted) / 1000);
+const lead = Math.max(8_000, Math.ceil((n / enqueueRate) * 1_500) + 6_000);
+const dueAt = Date.now() + lead;
+const burstEnqueueStarted = Date.now();
+for (let i = 0; i < n; i += 500) {
+  await hourglass.events.scheduleBatch(
+    "bench",
+    Array.from({ length: Math.min(500, n - i) }, () => ({
+      type: "bench.noop",
+      payload,
+      runAt: new Date(dueAt).toISOString(),
+    })),
+  );
+}
+const enqueueLateMs = Math.max(0, Date.now() - dueAt);
+const enqueuePerSecond = Math.round(n / ((Date.now() - burstEnqueueStarted) / 1000));
+for (const key of Object.keys(calls)) if (!key.startsWith("sqs:SendMessageBatch")) delete calls[key];
+
+// The process's own CPU and event-loop delay over the burst window, and DynamoDB Local's CPU.
+await sleep(Math.max(0, dueAt - 1_000 - Date.now()));
+const loop = monitorEventLoopDelay({ resolution: 10 });
+loop.enable();
+const cpuBefore = process.cpuUsage();
+const javaBefore = javaCpuMs();
+const windowStart = Date.now();
+const complete = await until(() => samples.length >= n, 180_000);
+const lastStart = Date.now();
+// The trailing writes: until every success is in the journal and every message deleted.
+await until(() => count("dynamodb:UpdateItem") >= n && count("sqs:DeleteMessageBatch") >= n, 180_000);
+const windowMs = Date.now() - windowStart;
+const cpu = process.cpuUsage(cpuBefore);
+const javaAfter = javaCpuMs();
+loop.disable();
+await runtime.stop();
+await hourglass.close();
+await stack.stop();
+await redisServer.kill();
+
+function count(key: string): number {
+  return (calls[key] ?? []).reduce((sum, c) => sum + c.items, 0);
+}
+/** When the given share of the burst's items had gone through `key`, in ms after the due time. */
+function at(key: string, share: number): string {
+  const list = (calls[key] ?? []).slice().sort((a, b) => a.at - b.at);
+  const target = Math.ceil(share * n);
+  let seen = 0;
+  for (const c of list) {
+    seen += c.items;
+    if (seen >= target) return `${c.at - dueAt} ms`;
+  }
+  return `— (${seen} of ${n})`;
+}
+/** DynamoDB Local's CPU time, from /proc (the java process listening for this stack). */
+function javaCpuMs(): number | undefined {
+  try {
+    const pids = findJava();
+    if (pids.length === 0) return undefined;
+    const ticks = pids
+      .map((pid) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" "))
+      .reduce((sum, f) => sum + Number(f[11]) + Number(f[12]), 0);
+    return (ticks * 1000) / 100;
+  } catch {
+    return undefined;
+  }
+}
+function findJava(): string[] {
+  return readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, "utf8").includes("DynamoDBLocal.jar");
+      } catch {
+        return false;
+      }
+    });
+}
+const late = lateness(samples);
+const starts = samples.map((s) => s.startedAt - dueAt);
+const report = {
+  n,
+  pollers,
+  complete,
+  enqueueLateMs,
+  enqueuePerSecond,
+  leadMs: lead,
+  lateness: {
+    p50: late.p50,
+    p99: late.p99,
+    max: late.max,
+    early: late.early,
+    drainPerSecond: Math.round(late.drainPerSecond),
+  },
+  "sent to SQS (dispatcher), 50% / 99% / 100%": [
+    at("sqs:SendMessageBatch", 0.5),
+    at("sqs:SendMessageBatch", 0.99),
+    at("sqs:SendMessageBatch", 1),
+  ],
+  "payloads read (BatchGetItem), 100%": at("dynamodb:BatchGetItem", 1),
+  "received from SQS, 50% / 99% / 100%": [
+    at("sqs:ReceiveMessage", 0.5),
+    at("sqs:ReceiveMessage", 0.99),
+    at("sqs:ReceiveMessage", 1),
+  ],
+  "handler started, 50% / 99% / 100%": [
+    `${percentile(starts, 50)} ms`,
+    `${percentile(starts, 99)} ms`,
+    `${Math.max(...starts)} ms`,
+  ],
+  "success in the journal (UpdateItem), 50% / 99% / 100%": [
+    at("dynamodb:UpdateItem", 0.5),
+    at("dynamodb:UpdateItem", 0.99),
+    at("dynamodb:UpdateItem", 1),
+  ],
+  "message deleted, 50% / 99% / 100%": [
+    at("sqs:DeleteMessageBatch", 0.5),
+    at("sqs:DeleteMessageBatch", 0.99),
+    at("sqs:DeleteMessageBatch", 1),
+  ],
+  lastStartAfterDueMs: lastStart - dueAt,
+  requests: Object.fromEntries(Object.entries(calls).map(([k, v]) => [k, v.length])),
+  window: {
+    ms: windowMs,
+    nodeCpuCores: Number(((cpu.user + cpu.system) / 1000 / windowMs).toFixed(2)),
+    dynamoLocalCpuCores:
+      javaBefore !== undefined && javaAfter !== undefined
+        ? Number(((javaAfter - javaBefore) / windowMs).toFixed(2))
+        : "unknown",
+    eventLoopDelayP99Ms: Math.round(loop.percentile(99) / 1e6),
+    eventLoopDelayMaxMs: Math.round(loop.max / 1e6),
+  },
+};
+console.log(JSON.stringify(report, null, 2));
