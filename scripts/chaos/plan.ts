@@ -22,6 +22,8 @@ export interface Profile {
   readonly burstEveryMs: number;
   /** Mean gap between two faults. */
   readonly faultGapMs: number;
+  /** Start with every fault kind once, in a seeded order, before drawing by weight. */
+  readonly everyKind: boolean;
   /** Relative weights of the fault kinds; 0 leaves a kind out. */
   readonly faultWeights: Readonly<Record<Exclude<FaultKind, "worker-skew">, number>>;
 }
@@ -33,7 +35,8 @@ export const PROFILES: Readonly<Record<"short" | "long", Profile>> = {
     quietMs: 40_000,
     opsPerSecond: 6,
     burstEveryMs: 20_000,
-    faultGapMs: 6_000,
+    faultGapMs: 5_000,
+    everyKind: true,
     faultWeights: {
       "kill-api": 2,
       "kill-dispatcher": 2,
@@ -51,6 +54,7 @@ export const PROFILES: Readonly<Record<"short" | "long", Profile>> = {
     opsPerSecond: 10,
     burstEveryMs: 30_000,
     faultGapMs: 8_000,
+    everyKind: true,
     faultWeights: {
       "kill-api": 3,
       "kill-dispatcher": 3,
@@ -134,7 +138,7 @@ class Dice {
   /** An exponential gap with this mean, cut at 4× the mean so a schedule never goes quiet for long. */
   gap(meanMs: number): number {
     const u = (this.int(1, 1_000_000) / 1_000_001) as number;
-    return Math.min(4 * meanMs, Math.round(-Math.log(u) * meanMs));
+    return Math.round(Math.min(4 * meanMs, -Math.log(u) * meanMs));
   }
 }
 
@@ -160,8 +164,14 @@ function planFaults(dice: Dice, profile: Profile): FaultStep[] {
   const faults: FaultStep[] = [];
   // The first fault waits until the load is under way; the last ends before the load does.
   let at = 3_000 + dice.gap(profile.faultGapMs / 2);
+  const first = profile.everyKind
+    ? shuffle(
+        dice,
+        (Object.keys(profile.faultWeights) as FaultStep["kind"][]).filter((k) => profile.faultWeights[k] > 0),
+      )
+    : [];
   while (at < profile.loadMs - 5_000) {
-    const kind = dice.weighted(profile.faultWeights);
+    const kind = first.shift() ?? dice.weighted(profile.faultWeights);
     const durationMs =
       kind === "redis-stop"
         ? dice.int(300, 3_000)
@@ -174,6 +184,14 @@ function planFaults(dice: Dice, profile: Profile): FaultStep[] {
     at += durationMs + dice.gap(profile.faultGapMs);
   }
   return faults;
+}
+
+function shuffle<T>(dice: Dice, items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = dice.int(0, i);
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
 }
 
 function behaviour(dice: Dice): Behaviour {

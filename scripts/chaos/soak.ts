@@ -49,7 +49,7 @@ const ROOT = resolve(HERE, "..", "..");
 /** Timings the Hourglass processes run with: short, so recovery fits inside a soak. */
 const HANDLER_TIMEOUT_S = 3;
 const WEBHOOK_TIMEOUT_MS = 2_000;
-const HOLD_GRACE_MS = 20_000;
+const HOLD_GRACE_MS = 15_000;
 
 /**
  * Runs one soak: its own Redis, DynamoDB Local and fauxqs on free ports, the API, the dispatcher and
