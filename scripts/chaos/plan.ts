@@ -31,8 +31,8 @@ export interface Profile {
 export const PROFILES: Readonly<Record<"short" | "long", Profile>> = {
   short: {
     name: "short",
-    loadMs: 50_000,
-    quietMs: 40_000,
+    loadMs: 45_000,
+    quietMs: 75_000,
     opsPerSecond: 6,
     burstEveryMs: 20_000,
     faultGapMs: 5_000,

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, mkdirSync, openSync } from "node:fs";
+import { appendFileSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -133,6 +133,8 @@ export function dynamoDbLocal(port: number, runDir: string, cacheDir: string): G
 export class NodeProcess {
   private child: ChildProcess | undefined;
   private expected = false;
+  /** It printed its "ready" line (role.ts does once it serves, ticks or polls). */
+  ready = false;
 
   constructor(
     readonly name: string,
@@ -152,8 +154,14 @@ export class NodeProcess {
   start(): void {
     const { args, env } = this.args();
     const out = openSync(this.logFile, "a");
-    const child = spawn(process.execPath, args, { stdio: ["ignore", out, out], env });
+    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", out], env });
     closeSync(out);
+    this.ready = false;
+    // Its output goes to its log; the first line that says "ready" marks it up.
+    child.stdout?.on("data", (chunk: Buffer) => {
+      appendFileSync(this.logFile, chunk);
+      if (chunk.toString().includes("ready")) this.ready = true;
+    });
     this.expected = false;
     child.on("error", () => {});
     child.once("exit", (code, signal) => this.onExit(code, signal, this.expected));

@@ -193,11 +193,17 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     await provision({ dynamo: dynamoClient, sqs: sqsClient, config });
     const receiverUrl = await receiver.start();
     roles.api.start();
-    await waitUntil("api", () => httpAnswers(`${api}/health`), 60_000);
-    const secret = (await (await fetch(`${api}/v1/webhook-secret`)).json()) as { secret: string };
-    receiver.useSecret(secret.secret);
     roles.dispatcher.start();
     roles.worker.start();
+    await waitUntil("api", () => httpAnswers(`${api}/health`), 120_000);
+    const secret = (await (await fetch(`${api}/v1/webhook-secret`)).json()) as { secret: string };
+    receiver.useSecret(secret.secret);
+    // The load starts once every part is up, so the first fault does not kill a process mid-boot.
+    await waitUntil(
+      "dispatcher and worker",
+      async () => roles.dispatcher.ready && roles.worker.ready,
+      120_000,
+    );
     log(`stack up in ${Math.round((Date.now() - began) / 1000)} s; load for ${plan.profile.loadMs / 1000} s`);
 
     const client = new ChaosClient(api, receiverUrl, history);
@@ -256,13 +262,23 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       history.write({ kind: "fault", fault: step.kind as FaultKind, at, endAt: Date.now(), detail });
       log(`fault ${step.kind}${detail ? ` (${detail})` : ""}`);
     };
+    // Faults of one server or process run one after another; faults of different ones may
+    // overlap (a slow DynamoDB Local restart does not hold back a kill of the worker).
+    const chains = new Map<string, Promise<void>>();
     const faults = (async () => {
       for (const step of plan.faults) {
         const wait = startedAt + step.atMs - Date.now();
         if (wait > 0) await sleep(wait);
         if (Date.now() > loadEndsAt) break;
-        await inject(step);
+        const target = step.kind === "redis-flushall" ? "redis-stop" : step.kind;
+        chains.set(
+          target,
+          (chains.get(target) ?? Promise.resolve()).then(() =>
+            Date.now() > loadEndsAt ? undefined : inject(step),
+          ),
+        );
       }
+      await Promise.all(chains.values());
     })();
 
     await Promise.all([client.run(plan, startedAt, loadEndsAt, () => stopping), faults]);
