@@ -33,6 +33,7 @@ export type Rule =
   | "ran-after-final"
   | "succeeded-without-delivery"
   | "cancelled-without-cancel"
+  | "dead-though-receiver-accepts"
   | "cancel-404-took-effect"
   | "duplicate-create"
   | "conflicting-body-accepted"
@@ -386,6 +387,21 @@ function checkEvent(
       report("cancel-404-took-effect", "the event is cancelled, and the only cancel sent answered 404");
     else report("cancelled-without-cancel", "the event is cancelled, but no cancel was ever sent");
   }
+  // The receiver answers 2xx to every attempt of such an event (a hang fails one attempt only),
+  // so attempts can run out only if they were spent without reaching it.
+  const spec = e.creates.find((c) => c.version === version)?.record.op;
+  const specOf =
+    spec?.type === "create"
+      ? spec.event
+      : spec?.type === "batch"
+        ? spec.events.find((x) => x.id === e.id && x.version === version)
+        : undefined;
+  const benign = specOf !== undefined && !specOf.behaviour.gone && specOf.behaviour.fail === undefined;
+  if (finalStatus === "dead" && benign)
+    report(
+      "dead-though-receiver-accepts",
+      `the event is dead after ${e.arrivals.length} deliveries, though its receiver accepts every attempt but a hung one`,
+    );
   if (due && !FINAL.has(String(finalStatus))) {
     report(
       "never-ran",

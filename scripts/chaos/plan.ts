@@ -31,9 +31,9 @@ export interface Profile {
 export const PROFILES: Readonly<Record<"short" | "long", Profile>> = {
   short: {
     name: "short",
-    loadMs: 45_000,
-    quietMs: 75_000,
-    opsPerSecond: 6,
+    loadMs: 40_000,
+    quietMs: 60_000,
+    opsPerSecond: 4,
     burstEveryMs: 20_000,
     faultGapMs: 5_000,
     everyKind: true,

@@ -47,8 +47,8 @@ const HERE = fileURLToPath(new URL(".", import.meta.url));
 const ROOT = resolve(HERE, "..", "..");
 
 /** Timings the Hourglass processes run with: short, so recovery fits inside a soak. */
-const HANDLER_TIMEOUT_S = 3;
-const WEBHOOK_TIMEOUT_MS = 2_000;
+const HANDLER_TIMEOUT_S = 8;
+const WEBHOOK_TIMEOUT_MS = 5_000;
 const HOLD_GRACE_MS = 15_000;
 
 /**

@@ -214,6 +214,20 @@ describe("the history checker", () => {
     ]);
   });
 
+  it("dead, though the receiver accepts every attempt", () => {
+    expect(rules(create("a", T + 1_000, T, 201), get("a", "dead"))).toEqual(["dead-though-receiver-accepts"]);
+    const failing = op(
+      { type: "create", event: { ...spec("a", T + 1_000), behaviour: { fail: 99 } } },
+      T,
+      T + 10,
+      201,
+      {
+        runAt: iso(T + 1_000),
+      },
+    );
+    expect(rules(failing, arrival("a", T + 1_100, { answer: 503 }), get("a", "dead"))).toEqual([]);
+  });
+
   it("idempotency by id: one 201, one body, the same body never refused", () => {
     expect(
       rules(

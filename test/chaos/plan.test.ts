@@ -8,7 +8,7 @@ describe("the soak's plan", () => {
   });
 
   it("injects every fault kind within the load, and creates, cancels, reschedules, replays, leases and holds", () => {
-    const plan = makePlan(6, PROFILES.short);
+    const plan = makePlan(8, PROFILES.short);
     expect(new Set(plan.faults.map((f) => f.kind)).size).toBe(7);
     for (const f of plan.faults) expect(f.atMs).toBeLessThan(PROFILES.short.loadMs);
     const kinds = new Set(plan.ops.map((o) => o.op.kind));
