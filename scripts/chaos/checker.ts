@@ -574,7 +574,7 @@ function checkStock(
 
   for (const [id, h] of holds) {
     const granted = h.hold.find((r) => r.status === 201 || r.status === 200);
-    if (!granted || granted.op.type !== "hold") continue;
+    if (granted?.op.type !== "hold") continue;
     const expiresAt = parseTime(field(granted.body, "expiresAt"));
     const report = (rule: Rule, message: string) =>
       violations.push({
