@@ -1,7 +1,13 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventNotFoundError } from "../../shared/events/errors.ts";
+import { DynamoSigningStateStore } from "../../shared/handlers/signing.ts";
+import { startRuntime } from "../../shared/local/runtime.ts";
 import { type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
+import { freePort } from "../support/redis-servers.ts";
 
 /**
  * Failures the chaos soak (npm run chaos) found, each as a small deterministic test. A test marked
@@ -44,5 +50,56 @@ describe("chaos findings", () => {
     expect(created.outcome).toBe("created");
     await hg.dispatcher.recover();
     expect((await hg.events.get(tenant, "late")).status).not.toBe("cancelled");
+  });
+
+  // Soak seed 6 (short profile, during dynamodb-restart), events e-22, e-96, e-101: no request
+  // reached the receiver on attempt 1, yet the attempt was spent. The webhook handler reads the
+  // tenant's signing state from DynamoDB inside its run, so while DynamoDB is unreachable the read
+  // fails and the worker counts it as the handler's failure, with backoff, until the event is
+  // dead: a receiver that accepts every request ends with a dead letter and no request at all.
+  // Here the signing store's DynamoDB is a port nothing listens on (the rest of the engine keeps
+  // its DynamoDB), and the receiver is healthy.
+  it.fails("BUG: DynamoDB unreachable while signing does not spend a webhook's attempts", async () => {
+    let requests = 0;
+    const receiver = createServer((_req, res) => {
+      requests++;
+      res.writeHead(200).end();
+    });
+    await new Promise<void>((done) => receiver.listen(0, "127.0.0.1", done));
+    const own = await testHourglass({
+      HOURGLASS_WEBHOOK_ALLOW_PRIVATE: "true",
+      HOURGLASS_MAX_ATTEMPTS: "3",
+      HOURGLASS_BACKOFF_BASE_MS: "10",
+      HOURGLASS_BACKOFF_MAX_MS: "100",
+    });
+    const down = new DynamoDBClient({
+      endpoint: `http://127.0.0.1:${await freePort()}`,
+      region: "us-east-1",
+      credentials: { accessKeyId: "local", secretAccessKey: "local" },
+      maxAttempts: 1,
+    });
+    (own.signing as unknown as { store: DynamoSigningStateStore }).store = new DynamoSigningStateStore(
+      down,
+      own.config.tables.leases,
+    );
+    const runtime = startRuntime(own, { tickMs: 100 });
+    try {
+      const tenant = "chaos-signing-down";
+      await own.events.schedule(tenant, {
+        id: "hook",
+        type: "webhook",
+        payload: { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook` },
+        runAt: new Date().toISOString(),
+      });
+      // Three attempts with 10–100 ms backoff are spent within this window when the bug is there.
+      await new Promise((done) => setTimeout(done, 4_000));
+      const event = await own.events.get(tenant, "hook");
+      expect({ status: event.status, requests }).not.toEqual({ status: "dead", requests: 0 });
+    } finally {
+      await runtime.stop();
+      down.destroy();
+      await own.destroy();
+      receiver.close();
+    }
   });
 });

@@ -16,7 +16,12 @@ const SEED = 8;
  * Bugs the soak has found that are not fixed yet; each has its deterministic test in
  * findings.test.ts (marked `it.fails`). Remove a rule from here when its bug is fixed.
  */
-const KNOWN = new Set(["cancel-404-took-effect"]);
+const KNOWN = new Set([
+  // A cancel answered 404 leaves a tombstone that cancels a later create of the id.
+  "cancel-404-took-effect",
+  // A DynamoDB outage spends webhook attempts without a request (the signing-state read).
+  "dead-though-receiver-accepts",
+]);
 
 describe("chaos soak, short profile", () => {
   it(`seed ${SEED}: no violation of invariants 1–8 under faults`, { timeout: 300_000 }, async () => {
