@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventNotFoundError } from "../../shared/events/errors.ts";
 import { DynamoSigningStateStore } from "../../shared/handlers/signing.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
+import { captured, engine, intercept } from "../support/engine.ts";
 import { type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
 import { freePort } from "../support/redis-servers.ts";
@@ -101,5 +102,37 @@ describe("chaos findings", () => {
       await own.destroy();
       receiver.close();
     }
+  });
+
+  // Soak seed 11 (short profile), event e-0: a cancel sent while the create was in flight answered
+  // 200 "cancelled", and the event ran 1.5 s later. The create writes the journal, then the index;
+  // a cancel between the two finds no index entry (cancel.lua: tombstone, NOT_FOUND), marks the
+  // journal cancelled and answers 200; schedule.lua then indexes the event without looking at the
+  // tombstone, and the create dispatches it. Here the cancel runs exactly between the two writes.
+  it.fails("BUG: a cancel answered 200 while the create was between its writes, yet the event runs", async () => {
+    const tenant = "chaos-cancel-race";
+    let cancelled = "";
+    const { messages, transport } = captured();
+    const parts = engine(hg, {
+      transport,
+      index: intercept(hg.index, "schedule", async (original, ...args) => {
+        cancelled = await hg.events.cancel(tenant, "race").then(
+          (view) => view.status,
+          (error: Error) => error.name,
+        );
+        return original(...args);
+      }),
+    });
+    await parts.service.schedule(tenant, {
+      id: "race",
+      type: "test.record",
+      payload: {},
+      runAt: new Date(Date.now() + 200).toISOString(),
+    });
+    if (messages.length === 0) await parts.dispatcher.tick(1_000);
+    for (const message of messages.splice(0)) await parts.worker.process(message);
+    const runs = rec.runsOf("race").length;
+    // Either answer may be right (200 and no run, or 404/409 and a run); 200 and a run is not.
+    expect({ cancelled, runs }).not.toEqual({ cancelled: "cancelled", runs: 1 });
   });
 });
