@@ -1,0 +1,264 @@
+import type { EventSpec, HistoryWriter, Op, OpRecord } from "./history.ts";
+import type { Plan, PlannedEvent, PlannedOp } from "./plan.ts";
+import { SKUS } from "./plan.ts";
+
+/**
+ * The client load: replays a plan's operations against the HTTP API at their planned times and
+ * records each with its request time and its answer, or why there was none. Nothing is retried:
+ * a lost answer stays "unknown" in the history, which is what the checker must reason about.
+ */
+export class ChaosClient {
+  private seq = 0;
+  private readonly tokens = new Map<string, number>();
+  /** Every event id sent, and the last status a GET saw for it. */
+  readonly seen = new Map<string, string | undefined>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly api: string,
+    private readonly receiverUrl: string,
+    private readonly history: HistoryWriter,
+    private readonly timeoutMs = 6_000,
+  ) {}
+
+  /** Runs the plan's operations at `startedAt + atMs` until `stopAt`; waits for the answers. */
+  async run(plan: Plan, startedAt: number, stopAt: number, stopped: () => boolean): Promise<void> {
+    for (const { atMs, op } of plan.ops) {
+      if (stopped() || Date.now() >= stopAt) break;
+      const wait = startedAt + atMs - Date.now();
+      if (wait > 0) await new Promise((done) => setTimeout(done, wait));
+      // Bounded, so a stalled API does not pile up thousands of requests on a 2-core machine.
+      while (this.inFlight.size >= 64) await Promise.race(this.inFlight);
+      const call = this.perform(op, startedAt).finally(() => this.inFlight.delete(call));
+      this.inFlight.add(call);
+    }
+    await Promise.all(this.inFlight);
+  }
+
+  async perform(planned: PlannedOp, startedAt: number): Promise<OpRecord> {
+    return this.call(this.toOp(planned, startedAt));
+  }
+
+  private spec(e: PlannedEvent, startedAt: number): EventSpec {
+    return { id: `e-${e.n}`, version: e.version, runAt: startedAt + e.runAtMs, behaviour: e.behaviour };
+  }
+
+  private toOp(p: PlannedOp, startedAt: number): Op {
+    switch (p.kind) {
+      case "create":
+        return { type: "create", event: this.spec(p.event, startedAt) };
+      case "batch":
+        return { type: "batch", events: p.events.map((e) => this.spec(e, startedAt)) };
+      case "cancel":
+      case "get":
+      case "replay":
+        return { type: p.kind, id: `e-${p.target}` };
+      case "reschedule":
+        return { type: "reschedule", id: `e-${p.target}`, runAt: startedAt + p.runAtMs };
+      case "lease":
+        return {
+          type: "lease",
+          action: p.action,
+          name: p.name,
+          owner: p.owner,
+          token: p.action === "acquire" ? undefined : (this.tokens.get(`${p.name}/${p.owner}`) ?? 1),
+          ttlSeconds: p.ttlSeconds,
+        };
+      case "receipt":
+        return { type: "receipt", sku: p.sku, quantity: p.quantity };
+      case "hold":
+        return { type: "hold", id: `r-${p.reservation}`, items: p.items, holdSeconds: p.holdSeconds };
+      case "confirm":
+      case "unhold":
+        return { type: p.kind, id: `r-${p.reservation}` };
+    }
+  }
+
+  private event(spec: EventSpec) {
+    this.seen.set(spec.id, this.seen.get(spec.id));
+    return {
+      id: spec.id,
+      type: "webhook",
+      runAt: new Date(spec.runAt).toISOString(),
+      maxAttempts: 4,
+      payload: { url: this.receiverUrl, body: { k: spec.id, v: spec.version, b: spec.behaviour } },
+    };
+  }
+
+  private request(op: Op): { method: string; path: string; body?: unknown } {
+    switch (op.type) {
+      case "create":
+        return { method: "POST", path: "/v1/events", body: this.event(op.event) };
+      case "batch":
+        return {
+          method: "POST",
+          path: "/v1/events/batch",
+          body: { events: op.events.map((e) => this.event(e)) },
+        };
+      case "cancel":
+        return { method: "DELETE", path: `/v1/events/${op.id}` };
+      case "reschedule":
+        return {
+          method: "PATCH",
+          path: `/v1/events/${op.id}`,
+          body: { runAt: new Date(op.runAt).toISOString() },
+        };
+      case "replay":
+        return { method: "POST", path: `/v1/dead-letters/${op.id}/replay` };
+      case "get":
+        return { method: "GET", path: `/v1/events/${op.id}` };
+      case "lease":
+        return {
+          method: "POST",
+          path: `/v1/leases/${op.name}/${op.action}`,
+          body:
+            op.action === "acquire"
+              ? { owner: op.owner, ttlSeconds: op.ttlSeconds }
+              : op.action === "renew"
+                ? { owner: op.owner, token: op.token, ttlSeconds: op.ttlSeconds }
+                : { owner: op.owner, token: op.token },
+        };
+      case "receipt":
+        return { method: "POST", path: `/v1/stock/${op.sku}/receipts`, body: { quantity: op.quantity } };
+      case "hold":
+        return {
+          method: "POST",
+          path: "/v1/reservations",
+          body: { id: op.id, items: op.items, holdSeconds: op.holdSeconds },
+        };
+      case "confirm":
+        return { method: "POST", path: `/v1/reservations/${op.id}/confirm` };
+      case "unhold":
+        return { method: "POST", path: `/v1/reservations/${op.id}/cancel` };
+      case "reservation":
+        return { method: "GET", path: `/v1/reservations/${op.id}` };
+      case "stock":
+        return { method: "GET", path: `/v1/stock/${op.sku}` };
+      case "ledger":
+        return { method: "GET", path: `/v1/stock/${op.sku}/ledger` };
+    }
+  }
+
+  async call(op: Op): Promise<OpRecord> {
+    const { method, path, body } = this.request(op);
+    const seq = this.seq++;
+    const sentAt = Date.now();
+    let record: OpRecord;
+    try {
+      const response = await fetch(`${this.api}${path}`, {
+        method,
+        headers: body === undefined ? {} : { "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        // Kept as text: a proxy's or a crash's answer is still part of the story.
+      }
+      record = { kind: "op", seq, op, sentAt, recvAt: Date.now(), status: response.status, body: parsed };
+    } catch (error) {
+      record = { kind: "op", seq, op, sentAt, recvAt: Date.now(), error: reason(error) };
+    }
+    this.history.write(record);
+    this.learn(record);
+    return record;
+  }
+
+  /** Remembers lease tokens and event states, so later operations can use them. */
+  private learn(record: OpRecord): void {
+    const { op } = record;
+    if (op.type === "lease" && record.status === 200 && op.action !== "release") {
+      const token = (record.body as { token?: unknown } | undefined)?.token;
+      if (typeof token === "number") this.tokens.set(`${op.name}/${op.owner}`, token);
+    }
+    if (op.type === "get" && record.status !== undefined && record.status < 500) {
+      const status = (record.body as { status?: unknown } | undefined)?.status;
+      this.seen.set(op.id, typeof status === "string" ? status : `http-${record.status}`);
+    }
+  }
+
+  /** Reads every event until each is final, or until `deadline`. */
+  async settle(deadline: number): Promise<void> {
+    const final = new Set(["succeeded", "cancelled", "dead", "http-404"]);
+    while (Date.now() < deadline) {
+      const open = [...this.seen].filter(([, status]) => !final.has(status ?? "")).map(([id]) => id);
+      if (open.length === 0) return;
+      await this.each(open, (id) => this.call({ type: "get", id }));
+      await new Promise((done) => setTimeout(done, 1_000));
+    }
+  }
+
+  /** The final reads the checker judges by: every event, every SKU's counters and whole ledger. */
+  async finalReads(reservations: number): Promise<void> {
+    await this.each([...this.seen.keys()], (id) => this.call({ type: "get", id }));
+    for (const sku of SKUS) {
+      await this.call({ type: "stock", sku });
+      await this.ledger(sku);
+    }
+    await this.each(
+      Array.from({ length: reservations }, (_, i) => `r-${i}`),
+      (id) => this.call({ type: "reservation", id }),
+    );
+  }
+
+  /** One history record holding every page of the SKU's ledger. */
+  private async ledger(sku: string): Promise<void> {
+    const entries: unknown[] = [];
+    const sentAt = Date.now();
+    let cursor: string | undefined;
+    for (let page = 0; page < 1_000; page++) {
+      const query = cursor ? `?cursor=${encodeURIComponent(cursor)}&limit=100` : "?limit=100";
+      const response = await fetch(`${this.api}/v1/stock/${sku}/ledger${query}`, {
+        signal: AbortSignal.timeout(this.timeoutMs),
+      }).catch(() => undefined);
+      if (!response?.ok) {
+        this.history.write({
+          kind: "op",
+          seq: this.seq++,
+          op: { type: "ledger", sku },
+          sentAt,
+          recvAt: Date.now(),
+          error: `page ${page} failed`,
+        });
+        return;
+      }
+      const body = (await response.json()) as { entries: unknown[]; cursor?: string };
+      entries.push(...body.entries);
+      cursor = body.cursor;
+      if (!cursor) break;
+    }
+    this.history.write({
+      kind: "op",
+      seq: this.seq++,
+      op: { type: "ledger", sku },
+      sentAt,
+      recvAt: Date.now(),
+      status: 200,
+      body: { entries },
+    });
+  }
+
+  private async each(
+    ids: readonly string[],
+    fn: (id: string) => Promise<unknown>,
+    width = 16,
+  ): Promise<void> {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: width }, async () => {
+        while (next < ids.length) await fn(ids[next++]!);
+      }),
+    );
+  }
+}
+
+/** "refused" means the request never reached a server; anything else may have been acted on. */
+function reason(error: unknown): string {
+  const e = error as { name?: string; cause?: { code?: string; name?: string } };
+  if (e?.name === "TimeoutError" || e?.cause?.name === "TimeoutError") return "timeout";
+  if (e?.cause?.code === "ECONNREFUSED") return "refused";
+  return e?.cause?.code ?? e?.name ?? String(error);
+}

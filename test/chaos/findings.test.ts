@@ -1,0 +1,138 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EventNotFoundError } from "../../shared/events/errors.ts";
+import { DynamoSigningStateStore } from "../../shared/handlers/signing.ts";
+import { startRuntime } from "../../shared/local/runtime.ts";
+import { captured, engine, intercept } from "../support/engine.ts";
+import { type TestHourglass, testHourglass } from "../support/harness.ts";
+import { recorder } from "../support/recorder.ts";
+import { freePort } from "../support/redis-servers.ts";
+
+/**
+ * Failures the chaos soak (npm run chaos) found, each as a small deterministic test. A test marked
+ * `it.fails` reproduces a bug that is NOT fixed yet: it passes while the bug is there and fails
+ * once it is fixed, so whoever fixes it turns it into an ordinary `it` then.
+ */
+const rec = recorder();
+let hg: TestHourglass;
+
+beforeAll(async () => {
+  hg = await testHourglass(
+    { HOURGLASS_RECOVERY_GRACE_SECONDS: "1", HOURGLASS_RECOVERY_EVERY_SECONDS: "1" },
+    { handlers: [rec.handler] },
+  );
+});
+
+afterAll(async () => {
+  await hg?.destroy();
+});
+
+describe("chaos findings", () => {
+  // Soak seed 1 (short profile, 30 s of load), event e-5: a create was slow under load; a cancel of
+  // the same id sent meanwhile answered 404; the create then answered 201 (and a repeat 200), and
+  // the event ended "cancelled" without running. The 404 cancel left an unconfirmed tombstone in
+  // Redis (cancel.lua writes one when the index lacks the member, and never prunes it); when the
+  // recovery sweep later re-read the still-pending journal item, restore.lua refused it for that
+  // tombstone and the sweep marked the journal cancelled. A cancel that answered "no such event"
+  // thus cancels any later create of the id that ever goes through a restore (the recovery sweep
+  // or the rebuild after a Redis data loss): invariant 2 broken for an event answered 201.
+  it.fails("BUG: a cancel answered 404 does not cancel a later create of the same id", async () => {
+    const tenant = "chaos-404-cancel";
+    await expect(hg.events.cancel(tenant, "late")).rejects.toBeInstanceOf(EventNotFoundError);
+    const created = await hg.events.schedule(tenant, {
+      id: "late",
+      type: "test.record",
+      payload: {},
+      // Overdue by more than the recovery grace, as an event delayed by a lost message would be.
+      runAt: new Date(Date.now() - 5_000).toISOString(),
+    });
+    expect(created.outcome).toBe("created");
+    await hg.dispatcher.recover();
+    expect((await hg.events.get(tenant, "late")).status).not.toBe("cancelled");
+  });
+
+  // Soak seed 6 (short profile, during dynamodb-restart), events e-22, e-96, e-101: no request
+  // reached the receiver on attempt 1, yet the attempt was spent. The webhook handler reads the
+  // tenant's signing state from DynamoDB inside its run, so while DynamoDB is unreachable the read
+  // fails and the worker counts it as the handler's failure, with backoff, until the event is
+  // dead: a receiver that accepts every request ends with a dead letter and no request at all.
+  // Here the signing store's DynamoDB is a port nothing listens on (the rest of the engine keeps
+  // its DynamoDB), and the receiver is healthy.
+  it.fails("BUG: DynamoDB unreachable while signing does not spend a webhook's attempts", async () => {
+    let requests = 0;
+    const receiver = createServer((_req, res) => {
+      requests++;
+      res.writeHead(200).end();
+    });
+    await new Promise<void>((done) => receiver.listen(0, "127.0.0.1", done));
+    const own = await testHourglass({
+      HOURGLASS_WEBHOOK_ALLOW_PRIVATE: "true",
+      HOURGLASS_MAX_ATTEMPTS: "3",
+      HOURGLASS_BACKOFF_BASE_MS: "10",
+      HOURGLASS_BACKOFF_MAX_MS: "100",
+    });
+    const down = new DynamoDBClient({
+      endpoint: `http://127.0.0.1:${await freePort()}`,
+      region: "us-east-1",
+      credentials: { accessKeyId: "local", secretAccessKey: "local" },
+      maxAttempts: 1,
+    });
+    (own.signing as unknown as { store: DynamoSigningStateStore }).store = new DynamoSigningStateStore(
+      down,
+      own.config.tables.leases,
+    );
+    const runtime = startRuntime(own, { tickMs: 100 });
+    try {
+      const tenant = "chaos-signing-down";
+      await own.events.schedule(tenant, {
+        id: "hook",
+        type: "webhook",
+        payload: { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook` },
+        runAt: new Date().toISOString(),
+      });
+      // Three attempts with 10–100 ms backoff are spent within this window when the bug is there.
+      await new Promise((done) => setTimeout(done, 4_000));
+      const event = await own.events.get(tenant, "hook");
+      expect({ status: event.status, requests }).not.toEqual({ status: "dead", requests: 0 });
+    } finally {
+      await runtime.stop();
+      down.destroy();
+      await own.destroy();
+      receiver.close();
+    }
+  });
+
+  // Soak seed 11 (short profile), event e-0: a cancel sent while the create was in flight answered
+  // 200 "cancelled", and the event ran 1.5 s later. The create writes the journal, then the index;
+  // a cancel between the two finds no index entry (cancel.lua: tombstone, NOT_FOUND), marks the
+  // journal cancelled and answers 200; schedule.lua then indexes the event without looking at the
+  // tombstone, and the create dispatches it. Here the cancel runs exactly between the two writes.
+  it.fails("BUG: a cancel answered 200 while the create was between its writes, yet the event runs", async () => {
+    const tenant = "chaos-cancel-race";
+    let cancelled = "";
+    const { messages, transport } = captured();
+    const parts = engine(hg, {
+      transport,
+      index: intercept(hg.index, "schedule", async (original, ...args) => {
+        cancelled = await hg.events.cancel(tenant, "race").then(
+          (view) => view.status,
+          (error: Error) => error.name,
+        );
+        return original(...args);
+      }),
+    });
+    await parts.service.schedule(tenant, {
+      id: "race",
+      type: "test.record",
+      payload: {},
+      runAt: new Date(Date.now() + 200).toISOString(),
+    });
+    if (messages.length === 0) await parts.dispatcher.tick(1_000);
+    for (const message of messages.splice(0)) await parts.worker.process(message);
+    const runs = rec.runsOf("race").length;
+    // Either answer may be right (200 and no run, or 404/409 and a run); 200 and a run is not.
+    expect({ cancelled, runs }).not.toEqual({ cancelled: "cancelled", runs: 1 });
+  });
+});
