@@ -19,6 +19,8 @@ const SCRIPTS = {
   restore: 7,
   forget: 6,
   inspect: 4,
+  evict: 4,
+  horizon: 3,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

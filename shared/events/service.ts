@@ -12,6 +12,7 @@ import {
   IdempotencyConflictError,
   JournalRequiredError,
 } from "./errors.ts";
+import { evictIfFar, nearMsOf } from "./horizon.ts";
 import {
   type DispatchMessage,
   type EventStatus,
@@ -152,7 +153,10 @@ export class EventService {
       });
     }
 
-    if (repeats.length > 0) await index.restore(repeats.map(restoreEntryOf), now);
+    // Far events (beyond the near horizon) stay in the journal only: the scripts leave them out
+    // (FAR), and the dispatcher's loader promotes them ahead of time (docs/horizon.md).
+    const nearMs = nearMsOf(config, journal !== undefined);
+    if (repeats.length > 0) await index.restore(repeats.map(restoreEntryOf), now, { nearMs });
     const entries = toIndex.map(({ event }) => ({
       member: memberOf(event.tenant, event.id),
       runAt: event.runAt,
@@ -167,7 +171,7 @@ export class EventService {
       config.lookAheadMs,
       entries.map((entry) => entry.runAt),
     );
-    const codes = await index.schedule(entries, now, horizon, config.dispatchLeaseMs);
+    const codes = await index.schedule(entries, now, horizon, config.dispatchLeaseMs, nearMs);
     if (journal) {
       // The journal has just created these ids, so an index entry under one of them belongs to an
       // older event whose journal item expired after its retention (or was left by a crash): the
@@ -180,6 +184,7 @@ export class EventService {
           now,
           horizon,
           config.dispatchLeaseMs,
+          nearMs,
         );
         stale.forEach((i, n) => {
           codes[i] = again[n]!;
@@ -353,8 +358,14 @@ export class EventService {
         if (!PENDING_STATUSES.includes(error.existing.status))
           throw new EventStateConflictError(id, error.existing.status, "reschedule");
       }
-      // The journal has it pending but the index lost it: index it again at the new time.
-      if (result.code === ScriptCode.NOT_FOUND && item) await index.restore([restoreEntryOf(item)], now);
+      // Not in the index (far, or lost): index it at the new time if that is near; a far one
+      // stays in the journal for the loader (restore.lua answers FAR and writes nothing).
+      const nearMs = nearMsOf(config, true);
+      if (result.code === ScriptCode.NOT_FOUND && item)
+        await index.restore([restoreEntryOf(item)], now, { nearMs });
+      // Moved beyond the near horizon: out of the index, so Redis keeps only the near future.
+      if (result.code === ScriptCode.SCHEDULED && item)
+        await evictIfFar(index, member, result.version, runAt, now, config);
     }
     if (result.code === ScriptCode.DISPATCHED) {
       await this.send(
