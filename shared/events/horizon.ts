@@ -58,6 +58,8 @@ export interface LoaderReport {
 }
 
 export class HorizonLoader {
+  private rotation = 0;
+
   constructor(
     private readonly deps: EngineDeps,
     /** Restores journal items (through the cancel tombstones); returns a code per item. */
@@ -75,7 +77,10 @@ export class HorizonLoader {
   async run(deadline: number): Promise<LoaderReport> {
     const report: LoaderReport = { promoted: 0, swept: 0, failedShards: [] };
     if (!this.deps.journal) return report;
-    const shards = Array.from({ length: this.deps.config.shards }, (_, s) => s);
+    // Each pass starts one shard further on, so a tight budget never starves the last shards.
+    const count = this.deps.config.shards;
+    const first = this.rotation++ % count;
+    const shards = Array.from({ length: count }, (_, s) => (first + s) % count);
     let next = 0;
     const runner = async () => {
       while (next < shards.length && this.deps.clock() < deadline) {
