@@ -333,6 +333,14 @@ export class RedisIndex {
     await this.client.zadd(this.keys(this.shardOf(member)).cancelled, "XX", now, member);
   }
 
+  /**
+   * The journal has no such event: a cancel's tombstone for it protects nothing, and left in place
+   * it would cancel an event created later under the same id when a loader or a sweep restores it.
+   */
+  async dropTombstone(member: string): Promise<void> {
+    await this.client.zrem(this.keys(this.shardOf(member)).cancelled, member);
+  }
+
   /** Replays one dead letter; see `reviveMany`. */
   async revive(
     member: string,

@@ -307,7 +307,10 @@ export class EventService {
       item = await journal.markCancelled(tenant, id, this.deps.clock());
     } catch (error) {
       if (!(error instanceof JournalConditionError)) throw error;
-      if (!error.existing) throw new EventNotFoundError(id);
+      if (!error.existing) {
+        await index.dropTombstone(member);
+        throw new EventNotFoundError(id);
+      }
       // Cancelling twice is harmless: the second call sees the first one's result.
       if (error.existing.status !== "cancelled")
         throw new EventStateConflictError(id, error.existing.status, "cancel");

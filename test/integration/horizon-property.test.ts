@@ -78,6 +78,7 @@ it("every accepted event runs once and never early, a cancelled one never, acros
         const tenant = `hzp${process.pid}r${round}`;
         const prefix = `r${round++}e`;
         const expected = new Map<string, Expected>();
+        const parts0 = engine(hg, { transport });
         for (const step of ops) {
           if (step.kind === "wait") {
             await sleep(step.ms);
@@ -112,18 +113,32 @@ it("every accepted event runs once and never early, a cancelled one never, acros
           await Promise.all([attempt().catch(() => {}), racing]);
         }
         const last = Math.max(0, ...[...expected.values()].map((e) => e.runAt));
-        await eventually(
-          async () => {
-            for (const [name, e] of expected) {
-              const item = await hg.journal!.get(tenant, name);
-              const done = e.cancelled ? item?.status === "cancelled" : item?.status === "succeeded";
-              if (!done) return undefined;
-            }
-            return true;
-          },
-          Math.max(0, last - Date.now()) + 15_000,
-          `round ${round - 1}: every accepted event to finish`,
-        );
+        const unfinished = async () => {
+          const left = [];
+          for (const [name, e] of expected) {
+            const item = await hg.journal!.get(tenant, name);
+            const done = e.cancelled ? item?.status === "cancelled" : item?.status === "succeeded";
+            if (!done)
+              left.push({ name, expected: e, item, live: await hg.index.inspect(`${tenant}/${name}`) });
+          }
+          return left;
+        };
+        try {
+          await eventually(
+            async () => ((await unfinished()).length === 0 ? true : undefined),
+            Math.max(0, last - Date.now()) + 15_000,
+            `round ${round - 1}: every accepted event to finish`,
+          );
+        } catch (error) {
+          const states = await Promise.all(
+            Array.from({ length: hg.config.shards }, (_, shard) =>
+              parts0.dispatcher.loader.store.state(shard),
+            ),
+          );
+          throw new Error(
+            `${(error as Error).message}: ${JSON.stringify({ left: await unfinished(), states, now: Date.now() })}`,
+          );
+        }
         // Late duplicates would show up here: give the queue a moment past the last due time.
         await sleep(300);
         for (const [name, e] of expected) {
@@ -137,7 +152,12 @@ it("every accepted event runs once and never early, a cancelled one never, acros
           }
         }
       }),
-      { numRuns: 5, endOnFailure: true },
+      {
+        numRuns: 5,
+        endOnFailure: true,
+        // Replays a reported counterexample: FC_SEED=<seed> FC_PATH=<path> npx vitest run <this file>
+        ...(process.env.FC_SEED && { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH }),
+      },
     );
   } finally {
     await runtime.stop();

@@ -146,6 +146,25 @@ describe("create, reschedule and cancel against the near horizon", () => {
     expect(await restoreWith([stale])).toEqual([ScriptCode.TOMBSTONED]);
     expect(await inIndex(tenant, "c")).toBe(false);
   });
+
+  it("a cancel of an id that does not exist yet never cancels the event created under it later", async () => {
+    const tenant = freshTenant("hzt");
+    await expect(hg.events.cancel(tenant, "later")).rejects.toThrow();
+    await expect(hg.events.cancel(tenant, "near")).rejects.toThrow();
+    const runAt = Date.now() + FAR_MS;
+    await hg.events.schedule(tenant, {
+      id: "later",
+      type: "test.record",
+      payload: {},
+      runAt: new Date(runAt).toISOString(),
+    });
+    await hg.events.schedule(tenant, { id: "near", type: "test.record", payload: {}, delaySeconds: 3 });
+    // The loader's restores (and any sweep's) pass over both: neither is taken for cancelled.
+    const items = [(await hg.journal!.get(tenant, "later"))!, (await hg.journal!.get(tenant, "near"))!];
+    expect(await restoreWith(items)).toEqual([ScriptCode.RESTORED, ScriptCode.PRESENT]);
+    expect((await hg.journal!.get(tenant, "later"))!.status).toBe("scheduled");
+    expect((await hg.journal!.get(tenant, "near"))!.status).toBe("scheduled");
+  });
 });
 
 describe("the loader", () => {

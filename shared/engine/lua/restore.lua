@@ -3,7 +3,8 @@
   no message sent before the loss can match a dispatch made after it.
 
   - An event with a tombstone (cancelled recently, see cancel.lua) is refused: the journal read
-    behind this entry may predate the cancel. A replay (ARGV[2] = "1") is the client's explicit
+    behind this entry may predate the cancel. A tombstone beside an entry the index holds is older
+    than that entry (a cancel removes its event), so it is dropped instead. A replay (ARGV[2] = "1") is the client's explicit
     wish to run the event again, so it clears the tombstone instead.
   - An event the index already knows is left alone, unless it is waiting in `due` under an older
     version than the journal's: then it moves to the journal's time (a reschedule the index lost).
@@ -34,7 +35,15 @@ for i = 4, #ARGV, 6 do
   if replay then
     redis.call("ZREM", KEYS[6], member)
   end
-  if redis.call("ZSCORE", KEYS[6], member) then
+  local tombstoned = redis.call("ZSCORE", KEYS[6], member)
+  if tombstoned and redis.call("HEXISTS", KEYS[3], member) == 1 then
+    -- A cancel takes its event out of the index, and only the create of a new event under the
+    -- same id puts one back: this tombstone belongs to an earlier cancel (say, of an id that did
+    -- not exist yet), and must not cancel the new event.
+    redis.call("ZREM", KEYS[6], member)
+    tombstoned = false
+  end
+  if tombstoned then
     codes[#codes + 1] = 12
   elseif limit and status ~= "dead" and runAt > limit and redis.call("HEXISTS", KEYS[3], member) == 0 then
     codes[#codes + 1] = 13
