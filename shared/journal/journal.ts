@@ -365,6 +365,24 @@ export class EventJournal {
     return { items, cursor: encodeCursor(reply.LastEvaluatedKey) };
   }
 
+  /** Keys and due times of one shard's pending events due from `dueFrom` to `dueUntil`, in due order. */
+  async pendingKeys(shard: number, dueFrom: number, dueUntil: number, limit: number, cursor?: string) {
+    const reply = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: "pending",
+        KeyConditionExpression: "pshard = :s AND pdue BETWEEN :f AND :u",
+        ExpressionAttributeValues: { ":s": String(shard), ":f": dueFrom, ":u": dueUntil },
+        Limit: limit,
+        ExclusiveStartKey: decodeCursor(cursor),
+      }),
+    );
+    return {
+      keys: (reply.Items ?? []).map((item) => ({ pk: item.pk as string, due: item.pdue as number })),
+      cursor: encodeCursor(reply.LastEvaluatedKey),
+    };
+  }
+
   private async queryKeysThenGet(
     query: Omit<QueryCommandInput, "TableName">,
     limit: number,
