@@ -82,6 +82,7 @@ const schema = z.object({
   HOURGLASS_QUEUE_NAME: z.string().min(1).default("hourglass-work"),
   HOURGLASS_TICK_MS: int(50, 300_000).optional(),
   HOURGLASS_LOOKAHEAD_SECONDS: int(0, 900).optional(),
+  HOURGLASS_INDEX_HORIZON_SECONDS: int(1, 315_360_000).default(3_600),
   HOURGLASS_CLAIM_BATCH: int(1, 5_000).default(500),
   HOURGLASS_DISPATCH_LEASE_SECONDS: int(1, 43_200).optional(),
   HOURGLASS_RUN_LEASE_MARGIN_MS: int(0, 600_000).default(30_000),
@@ -179,6 +180,11 @@ export interface HourglassConfig {
   readonly queue: { readonly url: string | undefined; readonly name: string };
   readonly tickMs: number;
   readonly lookAheadMs: number;
+  /**
+   * Only events due within this much of now live in the Redis index; later ones live only in the
+   * journal until the dispatcher's loader promotes them (docs/horizon.md). Ignored without a journal.
+   */
+  readonly indexHorizonMs: number;
   readonly claimBatch: number;
   readonly dispatchLeaseMs: number;
   readonly handlerTimeoutMs: number;
@@ -260,6 +266,16 @@ export function loadConfig(
   if (e.HOURGLASS_BACKOFF_MAX_MS < e.HOURGLASS_BACKOFF_BASE_MS) {
     throw new ConfigError("HOURGLASS_BACKOFF_MAX_MS", "must be at least HOURGLASS_BACKOFF_BASE_MS");
   }
+  const tickMs = e.HOURGLASS_TICK_MS ?? defaults.tickMs;
+  const lookAheadMs = (e.HOURGLASS_LOOKAHEAD_SECONDS ?? defaults.lookAheadSeconds) * 1000;
+  // The loader must promote an event before the claim window reaches it, with ticks to spare.
+  const minimumHorizonSeconds = Math.ceil((lookAheadMs + 3 * tickMs) / 1000);
+  if (e.HOURGLASS_INDEX_HORIZON_SECONDS < minimumHorizonSeconds) {
+    throw new ConfigError(
+      "HOURGLASS_INDEX_HORIZON_SECONDS",
+      `must be at least the look-ahead plus three ticks (${minimumHorizonSeconds})`,
+    );
+  }
   return {
     mode,
     redis: { url: e.HOURGLASS_REDIS_URL, cluster: e.HOURGLASS_REDIS_CLUSTER },
@@ -282,8 +298,9 @@ export function loadConfig(
     },
     ledgerSnapshotEvery: e.HOURGLASS_LEDGER_SNAPSHOT_EVERY,
     queue: { url: e.HOURGLASS_QUEUE_URL, name: e.HOURGLASS_QUEUE_NAME },
-    tickMs: e.HOURGLASS_TICK_MS ?? defaults.tickMs,
-    lookAheadMs: (e.HOURGLASS_LOOKAHEAD_SECONDS ?? defaults.lookAheadSeconds) * 1000,
+    tickMs,
+    lookAheadMs,
+    indexHorizonMs: e.HOURGLASS_INDEX_HORIZON_SECONDS * 1000,
     claimBatch: e.HOURGLASS_CLAIM_BATCH,
     dispatchLeaseMs: (e.HOURGLASS_DISPATCH_LEASE_SECONDS ?? defaults.dispatchLeaseSeconds) * 1000,
     handlerTimeoutMs: e.HOURGLASS_HANDLER_TIMEOUT_SECONDS * 1000,

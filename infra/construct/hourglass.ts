@@ -193,6 +193,7 @@ export class Hourglass extends Construct {
         HOURGLASS_SCHEDULES_TABLE: this.schedulesTable.tableName,
         HOURGLASS_QUEUE_URL: this.queue.queueUrl,
         HOURGLASS_LOOKAHEAD_SECONDS: String((props.lookAhead ?? Duration.minutes(2)).toSeconds()),
+        HOURGLASS_INDEX_HORIZON_SECONDS: String((props.indexHorizon ?? Duration.hours(1)).toSeconds()),
         HOURGLASS_WEBHOOK_ALLOW_PRIVATE: String(props.webhookAllowPrivate ?? false),
         HOURGLASS_INTERNET_EGRESS: String(this.hasInternetEgress),
         ...(this.admins.length > 0 && {

@@ -109,6 +109,12 @@ export interface HourglassProps {
   readonly workerMaxConcurrency?: number;
   /** Dispatcher look-ahead: how far before due events are sent with an SQS delay. @default 2 minutes */
   readonly lookAhead?: Duration;
+  /**
+   * The near horizon: only events due within it are kept in Redis; later ones stay in DynamoDB
+   * until the dispatcher promotes them (docs/horizon.md). At least the look-ahead plus three
+   * dispatcher periods (minutes). @default 1 hour
+   */
+  readonly indexHorizon?: Duration;
   /** @default logs.RetentionDays.ONE_MONTH */
   readonly logRetention?: logs.RetentionDays;
   /** Alarms notify this topic. @default no notification (alarms still show in the console) */
@@ -150,6 +156,12 @@ export function validateProps(props: HourglassProps): void {
   if (props.lookAhead && (props.lookAhead.toSeconds() < 60 || props.lookAhead.toSeconds() > 900)) {
     problems.push(
       "lookAhead must be from 1 minute (the dispatcher's period) to 15 minutes (SQS's longest delay)",
+    );
+  }
+  const minimumHorizon = (props.lookAhead?.toSeconds() ?? 120) + 180;
+  if (props.indexHorizon && props.indexHorizon.toSeconds() < minimumHorizon) {
+    problems.push(
+      `indexHorizon must be at least the look-ahead plus three dispatcher periods (${minimumHorizon} seconds)`,
     );
   }
   if (props.cache === "serverless" && props.cacheNodeType) {

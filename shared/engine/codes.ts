@@ -13,6 +13,8 @@ export enum ScriptCode {
   RESTORED = 10,
   PRESENT = 11,
   TOMBSTONED = 12,
+  /** Due beyond the near horizon: left to the journal, promoted later by the loader. */
+  FAR = 13,
 }
 
 /** Statuses as the index stores them. The journal adds `succeeded` and `cancelled`. */

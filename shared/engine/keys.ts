@@ -32,6 +32,12 @@ export interface ShardKeys {
    * journal cursor reached so far ("" at the start). Lets the rebuild resume in the next call.
    */
   readonly rebuild: string;
+  /**
+   * HASH `loaded` → the due time (ms) up to which the journal's pending events are in the index;
+   * `target`, `cursor` → an unfinished loader sweep (see docs/horizon.md). Lost with the rest of
+   * the shard, and rewritten by the rebuild that follows.
+   */
+  readonly horizon: string;
 }
 
 export function shardKeys(prefix: string, shard: number): ShardKeys {
@@ -47,6 +53,7 @@ export function shardKeys(prefix: string, shard: number): ShardKeys {
     quarantine: `${tag}:quarantine`,
     cancelled: `${tag}:cancelled`,
     rebuild: `${tag}:rebuild`,
+    horizon: `${tag}:horizon`,
   };
 }
 

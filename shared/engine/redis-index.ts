@@ -106,19 +106,23 @@ export class RedisIndex {
     return shardKeys(this.prefix, shard);
   }
 
-  /** Indexes events of any shards; one script call per shard. Codes come back in input order. */
+  /**
+   * Indexes events of any shards; one script call per shard. Codes come back in input order. With
+   * `nearMs` (the near horizon plus its margin), an event due later than that is not indexed (FAR).
+   */
   async schedule(
     entries: readonly IndexEntry[],
     now: number,
     dispatchUntil: number,
     leaseMs: number,
+    nearMs?: number,
   ): Promise<ScriptCode[]> {
     return this.eachShard(
       entries,
       (e) => this.shardOf(e.member),
       async (shard, batch) => {
         const k = this.keys(shard);
-        const args: (string | number)[] = [now, dispatchUntil, leaseMs];
+        const args: (string | number)[] = [now, dispatchUntil, leaseMs, nearMs ?? ""];
         for (const entry of batch) args.push(entry.member, entry.runAt, entry.body);
         return (await runScript(
           this.client,
@@ -329,6 +333,14 @@ export class RedisIndex {
     await this.client.zadd(this.keys(this.shardOf(member)).cancelled, "XX", now, member);
   }
 
+  /**
+   * The journal has no such event: a cancel's tombstone for it protects nothing, and left in place
+   * it would cancel an event created later under the same id when a loader or a sweep restores it.
+   */
+  async dropTombstone(member: string): Promise<void> {
+    await this.client.zrem(this.keys(this.shardOf(member)).cancelled, member);
+  }
+
   /** Replays one dead letter; see `reviveMany`. */
   async revive(
     member: string,
@@ -425,18 +437,19 @@ export class RedisIndex {
   /**
    * Re-indexes events the journal holds; those the index already knows are left alone (or moved to
    * a newer journal version's time), and recently cancelled ones are refused unless `replay`.
+   * With `nearMs`, a pending event due beyond the near horizon is left to the journal (FAR).
    */
   async restore(
     entries: readonly RestoreEntry[],
     now: number,
-    options: { replay?: boolean } = {},
+    options: { replay?: boolean; nearMs?: number | undefined } = {},
   ): Promise<ScriptCode[]> {
     return this.eachShard(
       entries,
       (e) => this.shardOf(e.member),
       async (shard, batch) => {
         const k = this.keys(shard);
-        const args: (string | number)[] = [now, options.replay ? "1" : "0"];
+        const args: (string | number)[] = [now, options.replay ? "1" : "0", options.nearMs ?? ""];
         for (const e of batch) args.push(e.member, e.runAt, e.body, e.attempt, e.status, e.version);
         return (await runScript(
           this.client,
@@ -484,9 +497,12 @@ export class RedisIndex {
    * in one transaction (one slot), so claims go on with what is restored while the rebuild runs
    * and a crash never leaves an epoch without a rebuild to finish.
    */
-  async startRebuild(shard: number, now: number): Promise<void> {
+  async startRebuild(shard: number, now: number, loadUntil?: number): Promise<void> {
     const k = this.keys(shard);
-    await this.exec(this.client.multi().set(k.rebuild, "").set(k.epoch, `rebuilding since ${now}`));
+    const transaction = this.client.multi().set(k.rebuild, "").set(k.epoch, `rebuilding since ${now}`);
+    // Only the near horizon is rebuilt (up to `loadUntil`); the loader takes over from there.
+    if (loadUntil !== undefined) transaction.del(k.horizon).hset(k.horizon, "loaded", loadUntil);
+    await this.exec(transaction);
   }
 
   async saveRebuildCursor(shard: number, cursor: string): Promise<void> {

@@ -24,6 +24,8 @@ const SCRIPTS = {
   hold_settle: 2,
   hold_credit: 3,
   hold_rebuild: 4,
+  evict: 4,
+  horizon: 3,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -6,6 +6,7 @@ import { type JournalItem, journalKey, payloadJsonOf, TERMINAL_STATUSES } from "
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
+import { HorizonLoader } from "./horizon.ts";
 import { type DispatchMessage, inlinePayload } from "./model.ts";
 import { isDispatchPaused } from "./pause.ts";
 import { indexRunAt } from "./run-at.ts";
@@ -31,6 +32,8 @@ export interface TickReport {
   materialized: number;
   /** An operator paused dispatch (`POST /v1/admin/pause`): nothing was claimed. */
   paused?: boolean;
+  /** Far events the near-horizon loader put into the index this tick (docs/horizon.md). */
+  promoted?: number;
 }
 
 /** Lease names of the system live under a tenant no client can have (`~` is not allowed in tenants). */
@@ -45,13 +48,17 @@ export const SYSTEM_TENANT = "~system";
 
 export class Dispatcher {
   private readonly owner = `dispatcher-${randomUUID()}`;
+  /** Promotes far events from the journal into the index ahead of time (docs/horizon.md). */
+  readonly loader: HorizonLoader;
 
   constructor(
     private readonly deps: EngineDeps,
     private readonly leases: LeaseService | undefined,
     /** Runs at the start of every tick (schedule materialization); returns the events it created. */
     private readonly beforeDrain?: (budgetMs: number) => Promise<number>,
-  ) {}
+  ) {
+    this.loader = new HorizonLoader(deps, (items) => this.restoreFromJournal(items));
+  }
 
   async tick(budgetMs: number): Promise<TickReport> {
     const { clock, config } = this.deps;
@@ -77,6 +84,12 @@ export class Dispatcher {
       } catch (error) {
         this.deps.logger.error("schedule materialization failed", { error: describe(error) });
       }
+    }
+    // Far events come into the index before the claims look, paused or not (accepted work waits
+    // in the index in due order). Bounded to a quarter of the budget; the rest resumes next tick.
+    if (this.deps.journal) {
+      const loaded = await this.loader.run(clock() + budgetMs / 4);
+      report.promoted = loaded.promoted;
     }
     // Paused by an operator: occurrences above are still created (accepted work), nothing is claimed.
     if (await isDispatchPaused(this.deps.index.client, config.keyPrefix)) return { ...report, paused: true };
@@ -208,7 +221,8 @@ export class Dispatcher {
           // Debug, not a warning: a first start on an empty Redis lands here too. What a real loss
           // costs is warned about as the rebuild restores events (see rebuildStep).
           this.deps.logger.debug("shard has no index yet; rebuilding it from the journal", { shard });
-          await index.startRebuild(shard, now);
+          // Only the near horizon comes back; the loader promotes the rest when it comes near.
+          await index.startRebuild(shard, now, await this.loader.rebuildUntil(shard, now));
           rebuilding = true;
         } else {
           await index.setEpoch(shard, String(now));
@@ -433,7 +447,9 @@ export class Dispatcher {
     const { journal, index, clock, logger } = this.deps;
     const cursor = await index.rebuildCursor(shard);
     if (cursor === undefined || !journal) return { restored: 0, done: true };
-    const page = await journal.pending(shard, undefined, REBUILD_PAGE, cursor === "" ? undefined : cursor);
+    // Up to the near-horizon watermark startRebuild set (everything, for a rebuild without one).
+    const loadedUntil = (await this.loader.store.state(shard)).loaded;
+    const page = await journal.pending(shard, loadedUntil, REBUILD_PAGE, cursor === "" ? undefined : cursor);
     let restored = 0;
     if (page.items.length > 0) {
       // Through the tombstones: a cancel whose journal write was lost stays cancelled.
@@ -459,7 +475,8 @@ export class Dispatcher {
    */
   async rebuild(shard: number): Promise<number> {
     if (!this.deps.journal) return 0;
-    await this.deps.index.startRebuild(shard, this.deps.clock());
+    const now = this.deps.clock();
+    await this.deps.index.startRebuild(shard, now, await this.loader.rebuildUntil(shard, now));
     let restored = 0;
     for (;;) {
       const step = await this.rebuildStep(shard);

@@ -12,6 +12,7 @@ import {
   IdempotencyConflictError,
   JournalRequiredError,
 } from "./errors.ts";
+import { evictIfFar, nearMsOf } from "./horizon.ts";
 import {
   type DispatchMessage,
   type EventStatus,
@@ -162,7 +163,10 @@ export class EventService {
       });
     }
 
-    if (repeats.length > 0) await index.restore(repeats.map(restoreEntryOf), now);
+    // Far events (beyond the near horizon) stay in the journal only: the scripts leave them out
+    // (FAR), and the dispatcher's loader promotes them ahead of time (docs/horizon.md).
+    const nearMs = nearMsOf(config, journal !== undefined);
+    if (repeats.length > 0) await index.restore(repeats.map(restoreEntryOf), now, { nearMs });
     const entries = toIndex.map(({ event }) => ({
       member: memberOf(event.tenant, event.id),
       runAt: event.runAt,
@@ -177,7 +181,7 @@ export class EventService {
       config.lookAheadMs,
       entries.map((entry) => entry.runAt),
     );
-    const codes = await index.schedule(entries, now, horizon, config.dispatchLeaseMs);
+    const codes = await index.schedule(entries, now, horizon, config.dispatchLeaseMs, nearMs);
     if (journal) {
       // The journal has just created these ids, so an index entry under one of them belongs to an
       // older event whose journal item expired after its retention (or was left by a crash): the
@@ -190,6 +194,7 @@ export class EventService {
           now,
           horizon,
           config.dispatchLeaseMs,
+          nearMs,
         );
         stale.forEach((i, n) => {
           codes[i] = again[n]!;
@@ -312,7 +317,10 @@ export class EventService {
       item = await journal.markCancelled(tenant, id, this.deps.clock());
     } catch (error) {
       if (!(error instanceof JournalConditionError)) throw error;
-      if (!error.existing) throw new EventNotFoundError(id);
+      if (!error.existing) {
+        await index.dropTombstone(member);
+        throw new EventNotFoundError(id);
+      }
       // Cancelling twice is harmless: the second call sees the first one's result.
       if (error.existing.status !== "cancelled")
         throw new EventStateConflictError(id, error.existing.status, "cancel");
@@ -363,8 +371,14 @@ export class EventService {
         if (!PENDING_STATUSES.includes(error.existing.status))
           throw new EventStateConflictError(id, error.existing.status, "reschedule");
       }
-      // The journal has it pending but the index lost it: index it again at the new time.
-      if (result.code === ScriptCode.NOT_FOUND && item) await index.restore([restoreEntryOf(item)], now);
+      // Not in the index (far, or lost): index it at the new time if that is near; a far one
+      // stays in the journal for the loader (restore.lua answers FAR and writes nothing).
+      const nearMs = nearMsOf(config, true);
+      if (result.code === ScriptCode.NOT_FOUND && item)
+        await index.restore([restoreEntryOf(item)], now, { nearMs });
+      // Moved beyond the near horizon: out of the index, so Redis keeps only the near future.
+      if (result.code === ScriptCode.SCHEDULED && item)
+        await evictIfFar(index, member, result.version, runAt, now, config);
     }
     if (result.code === ScriptCode.DISPATCHED) {
       await this.send(

@@ -320,6 +320,60 @@ export class EventJournal {
     return { items, cursor: encodeCursor(reply.LastEvaluatedKey) };
   }
 
+  /**
+   * Pending events of one index shard due after `dueAfter` (from the start when undefined) and at
+   * or before `dueUntil`, in due order: the near-horizon loader's read (see docs/horizon.md).
+   */
+  async pendingBetween(
+    shard: number,
+    dueAfter: number | undefined,
+    dueUntil: number,
+    limit: number,
+    cursor?: string,
+  ): Promise<Page<JournalItem>> {
+    const bounded = dueAfter !== undefined;
+    const reply = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: "pending",
+        KeyConditionExpression: bounded
+          ? "pshard = :s AND pdue BETWEEN :a AND :u"
+          : "pshard = :s AND pdue <= :u",
+        ExpressionAttributeValues: {
+          ":s": String(shard),
+          ":u": dueUntil,
+          ...(bounded && { ":a": dueAfter + 1 }),
+        },
+        Limit: limit,
+        ExclusiveStartKey: decodeCursor(cursor),
+      }),
+    );
+    const keys = (reply.Items ?? []).map((item) => item.pk as string);
+    const found = await this.getMany(keys);
+    const items = keys
+      .map((pk) => found.get(pk))
+      .filter((item): item is JournalItem => item !== undefined && PENDING_STATUSES.includes(item.status));
+    return { items, cursor: encodeCursor(reply.LastEvaluatedKey) };
+  }
+
+  /** Keys and due times of one shard's pending events due from `dueFrom` to `dueUntil`, in due order. */
+  async pendingKeys(shard: number, dueFrom: number, dueUntil: number, limit: number, cursor?: string) {
+    const reply = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: "pending",
+        KeyConditionExpression: "pshard = :s AND pdue BETWEEN :f AND :u",
+        ExpressionAttributeValues: { ":s": String(shard), ":f": dueFrom, ":u": dueUntil },
+        Limit: limit,
+        ExclusiveStartKey: decodeCursor(cursor),
+      }),
+    );
+    return {
+      keys: (reply.Items ?? []).map((item) => ({ pk: item.pk as string, due: item.pdue as number })),
+      cursor: encodeCursor(reply.LastEvaluatedKey),
+    };
+  }
+
   private async queryKeysThenGet(
     query: Omit<QueryCommandInput, "TableName">,
     limit: number,

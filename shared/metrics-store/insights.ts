@@ -9,12 +9,12 @@ export interface Insights {
 }
 
 export function insightsOf(
-  hourglass: Pick<Hourglass, "redis" | "index" | "config">,
+  hourglass: Pick<Hourglass, "redis" | "index" | "config"> & Partial<Pick<Hourglass, "journal">>,
   clock = Date.now,
 ): Insights {
   return {
     metrics: (tenant, window) =>
       readMetrics(hourglass.redis, hourglass.config.keyPrefix, tenant, clock(), window),
-    timeline: (tenant, horizon) => readTimeline(hourglass.index, tenant, clock(), horizon),
+    timeline: (tenant, horizon) => readTimeline(hourglass.index, tenant, clock(), horizon, hourglass.journal),
   };
 }

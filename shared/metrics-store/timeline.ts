@@ -1,4 +1,6 @@
 import type { RedisIndex } from "../engine/redis-index.ts";
+import type { EventJournal } from "../journal/journal.ts";
+import { addFarPending } from "./far-timeline.ts";
 
 /** Horizon → [bucket width in ms, bucket count]. */
 export const HORIZONS = {
@@ -35,6 +37,7 @@ export async function readTimeline(
   tenant: string,
   now: number,
   horizon: Horizon,
+  journal?: EventJournal,
 ): Promise<Timeline> {
   const [bucketMs, buckets] = HORIZONS[horizon];
   const until = now + bucketMs * buckets;
@@ -76,5 +79,13 @@ export async function readTimeline(
       }
     }),
   );
+  // Events beyond the near horizon are in the journal only (docs/horizon.md).
+  if (journal) {
+    const farTruncated = await addFarPending(journal, index, tenant, now, until, (type, runAt) => {
+      types[type] ??= new Array<number>(buckets).fill(0);
+      types[type]![Math.floor((runAt - now) / bucketMs)]! += 1;
+    });
+    truncated ||= farTruncated;
+  }
   return { horizon, from: now, bucketMs, types, overdue, truncated };
 }

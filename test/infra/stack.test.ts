@@ -150,6 +150,7 @@ describe("Hourglass construct props", () => {
           workerMaxConcurrency: 1,
           throttle: { rateLimit: 10, burstLimit: 5 },
           lookAhead: Duration.hours(1),
+          indexHorizon: Duration.minutes(30),
           cache: "serverless",
           cacheNodeType: "cache.r7g.large",
         });
@@ -159,8 +160,15 @@ describe("Hourglass construct props", () => {
     })();
     expect(error).toBeInstanceOf(HourglassPropsError);
     const problems = (error as HourglassPropsError).problems;
-    expect(problems).toHaveLength(5);
-    for (const prop of ["shards", "workerMaxConcurrency", "throttle", "lookAhead", "cacheNodeType"]) {
+    expect(problems).toHaveLength(6);
+    for (const prop of [
+      "shards",
+      "workerMaxConcurrency",
+      "throttle",
+      "lookAhead",
+      "indexHorizon",
+      "cacheNodeType",
+    ]) {
       expect(problems.some((p) => p.startsWith(prop))).toBe(true);
     }
     expect(app.node.findAll().filter((c) => c.node.id === "Vpc")).toHaveLength(0);

@@ -148,7 +148,9 @@ describe("one failing shard", () => {
     const sent = messages.map((m) => m.member);
     for (const id of onOthers) expect(sent).toContain(memberOf(tenant, id));
     for (const id of onBroken) expect(sent).not.toContain(memberOf(tenant, id));
-    expect(report.restored).toBeGreaterThanOrEqual(1);
+    // Re-indexed by the recovery sweep, or already by the near-horizon loader, whose first sweep of a
+    // shard with no watermark yet starts from the beginning of the journal (docs/horizon.md).
+    expect(report.restored + (report.promoted ?? 0)).toBeGreaterThanOrEqual(1);
     expect(await hg.index.inspect(memberOf(tenant, lostId!))).toBeDefined();
   });
 });

@@ -27,6 +27,15 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ HOURGLASS_SHARDS: "zero" })).toThrow(/HOURGLASS_SHARDS/);
     expect(() => loadConfig({ HOURGLASS_REDIS_URL: "not a url" })).toThrow(/HOURGLASS_REDIS_URL/);
     expect(() => loadConfig({ HOURGLASS_LOOKAHEAD_SECONDS: "901" })).toThrow(/HOURGLASS_LOOKAHEAD_SECONDS/);
+    // The near horizon must outlast the look-ahead plus three ticks (5 s + 3 × 1 s locally).
+    expect(() => loadConfig({ HOURGLASS_INDEX_HORIZON_SECONDS: "7" })).toThrow(
+      "HOURGLASS_INDEX_HORIZON_SECONDS: must be at least the look-ahead plus three ticks (8)",
+    );
+    expect(loadConfig({ HOURGLASS_INDEX_HORIZON_SECONDS: "8" }).indexHorizonMs).toBe(8_000);
+    expect(loadConfig({}).indexHorizonMs).toBe(3_600_000);
+    expect(() => loadConfig({ HOURGLASS_MODE: "aws", HOURGLASS_INDEX_HORIZON_SECONDS: "299" })).toThrow(
+      /HOURGLASS_INDEX_HORIZON_SECONDS/,
+    );
     // The dispatcher runs without the webhook secret; signing without it fails naming the variable.
     expect(loadConfig({ HOURGLASS_MODE: "aws" }).webhook.secret).toBeUndefined();
     const unsigned = new WebhookSigning(undefined, undefined);

@@ -3,34 +3,50 @@
   no message sent before the loss can match a dispatch made after it.
 
   - An event with a tombstone (cancelled recently, see cancel.lua) is refused: the journal read
-    behind this entry may predate the cancel. A replay (ARGV[2] = "1") is the client's explicit
+    behind this entry may predate the cancel. A tombstone beside an entry the index holds is older
+    than that entry (a cancel removes its event), so it is dropped instead. A replay (ARGV[2] = "1") is the client's explicit
     wish to run the event again, so it clears the tombstone instead.
   - An event the index already knows is left alone, unless it is waiting in `due` under an older
     version than the journal's: then it moves to the journal's time (a reschedule the index lost).
   - A quarantined event (see claim.lua) is re-indexed from the journal, and leaves the quarantine.
+  - A pending event the index does not know and that is due beyond the near horizon (ARGV[3], see
+    includes/horizon.lua) is left to the journal (FAR): the dispatcher's loader promotes it later.
 
   KEYS[1] due   KEYS[2] dead   KEYS[3] body   KEYS[4] meta   KEYS[5] stats   KEYS[6] cancelled
   KEYS[7] quarantine
   ARGV[1] now (ms)   ARGV[2] "1" for a replay, else "0"
-  ARGV[3..] sextuples: member, runAt (ms), body, attempt, status ("scheduled"|"retrying"|"dead"),
+  ARGV[3] near horizon + margin (ms), or "" to restore whatever the due time
+  ARGV[4..] sextuples: member, runAt (ms), body, attempt, status ("scheduled"|"retrying"|"dead"),
             version
 
-  Returns one code per event, in order: 10 RESTORED, 11 PRESENT, 12 TOMBSTONED
+  Returns one code per event, in order: 10 RESTORED, 11 PRESENT, 12 TOMBSTONED, 13 FAR
 ]]
 -- @include state
+-- @include horizon
 
 local now = tonumber(ARGV[1])
 local replay = ARGV[2] == "1"
+local limit = nearLimit(now, ARGV[3])
 local codes = {}
 
-for i = 3, #ARGV, 6 do
+for i = 4, #ARGV, 6 do
   local member, runAt, body = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
   local attempt, status, version = tonumber(ARGV[i + 3]), ARGV[i + 4], tonumber(ARGV[i + 5])
   if replay then
     redis.call("ZREM", KEYS[6], member)
   end
-  if redis.call("ZSCORE", KEYS[6], member) then
+  local tombstoned = redis.call("ZSCORE", KEYS[6], member)
+  if tombstoned and redis.call("HEXISTS", KEYS[3], member) == 1 then
+    -- A cancel takes its event out of the index, and only the create of a new event under the
+    -- same id puts one back: this tombstone belongs to an earlier cancel (say, of an id that did
+    -- not exist yet), and must not cancel the new event.
+    redis.call("ZREM", KEYS[6], member)
+    tombstoned = false
+  end
+  if tombstoned then
     codes[#codes + 1] = 12
+  elseif limit and status ~= "dead" and runAt > limit and redis.call("HEXISTS", KEYS[3], member) == 0 then
+    codes[#codes + 1] = 13
   elseif redis.call("HSETNX", KEYS[3], member, body) == 0 then
     local current, currentAttempt, gen, _, currentVersion = readMeta(KEYS[4], member, 0)
     local waiting = redis.call("ZSCORE", KEYS[1], member)

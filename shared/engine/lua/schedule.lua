@@ -1,36 +1,47 @@
 --[[
   Indexes new events in one shard. An event due before `dispatchUntil` is claimed on the spot
-  (leased, gen 1), so the caller can send it to the queue without waiting for the next tick.
+  (leased, gen 1), so the caller can send it to the queue without waiting for the next tick. An
+  event due beyond the near horizon (ARGV[4], see includes/horizon.lua) is left to the journal:
+  nothing is written for it, and the dispatcher's loader promotes it ahead of time.
 
   KEYS[1] due   KEYS[2] leased   KEYS[3] body   KEYS[4] meta   KEYS[5] stats
   ARGV[1] now (ms)   ARGV[2] dispatchUntil (ms)   ARGV[3] dispatch lease (ms)
-  ARGV[4..] triples: member, runAt (ms), body
+  ARGV[4] near horizon + margin (ms), or "" to index every event
+  ARGV[5..] triples: member, runAt (ms), body
 
   Returns one code per event, in order:
     1 SCHEDULED   waiting in `due`
     2 DISPATCHED  leased with gen 1; the caller must send it
     3 EXISTS      already indexed (idempotent repeat); nothing changed
+    13 FAR        due beyond the near horizon; not indexed (the journal holds it)
 ]]
 -- @include state
+-- @include horizon
 
 local now = tonumber(ARGV[1])
 local dispatchUntil = tonumber(ARGV[2])
 local leaseMs = tonumber(ARGV[3])
+local limit = nearLimit(now, ARGV[4])
 local codes = {}
 local due = {}
 local leased = {}
 
-for i = 4, #ARGV, 3 do
+for i = 5, #ARGV, 3 do
   local member, runAt, body = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
-  if redis.call("HSETNX", KEYS[3], member, body) == 0 then
+  if redis.call("HEXISTS", KEYS[3], member) == 1 then
+    -- Checked before the horizon: a leftover under a reused id is reported, far or near.
     codes[#codes + 1] = 3
+  elseif limit and runAt > limit then
+    codes[#codes + 1] = 13
   elseif runAt <= dispatchUntil then
+    redis.call("HSET", KEYS[3], member, body)
     writeMeta(KEYS[4], member, "dispatched", 0, 1, runAt)
     leased[#leased + 1] = math.max(runAt, now) + leaseMs
     leased[#leased + 1] = member
     countStats(member, body, false, "dispatched")
     codes[#codes + 1] = 2
   else
+    redis.call("HSET", KEYS[3], member, body)
     due[#due + 1] = runAt
     due[#due + 1] = member
     countStats(member, body, false, "scheduled")
