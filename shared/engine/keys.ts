@@ -69,3 +69,11 @@ export function shardOf(member: string, shards: number): number {
   }
   return (hash >>> 0) % shards;
 }
+
+/**
+ * STREAM of a tenant's notifications (every transition of its events), capped by length. Not an
+ * index key: it is written after the transitions, by the notifier, and it may be trimmed or lost.
+ */
+export function notificationStreamKey(prefix: string, tenant: string): string {
+  return `{${prefix}:notify:${tenant}}:stream`;
+}

@@ -7,6 +7,7 @@ import { REDIS_TIME, type StartResult, type TransitionResult } from "../engine/r
 import { NonRetryableError } from "../handlers/errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { TERMINAL_STATUSES } from "../journal/item.ts";
+import { notify, notifyDispatched } from "../notifications/publish.ts";
 import { parseOccurrenceId } from "../schedules/occurrence-id.ts";
 import { backoffDelay } from "./backoff.ts";
 import type { EngineDeps } from "./deps.ts";
@@ -128,7 +129,7 @@ export class Worker {
     }
     const done = event;
     const result = await (failure === undefined
-      ? this.succeed(done)
+      ? this.succeed(done, body)
       : this.fail(done, body, maxAttempts, failure));
     this.deps.metrics?.finished(tenant, body.type, result.outcome);
     return result;
@@ -161,6 +162,7 @@ export class Worker {
     event.lateMs = startedAt - event.message.runAt;
     this.hooks.onStart?.(event.message, startedAt);
     this.deps.metrics?.started(event.tenant, body.type, event.lateMs);
+    notify(this.deps, "started", { ...event, type: body.type, runAt: event.message.runAt });
     logger.info("event running", {
       id: event.id,
       tenant: event.tenant,
@@ -206,7 +208,7 @@ export class Worker {
     return JSON.parse(item.payload) as unknown;
   }
 
-  private async succeed(done: Done): Promise<WorkResult> {
+  private async succeed(done: Done, body: DecodedBody): Promise<WorkResult> {
     const { journal, clock, logger } = this.deps;
     if (
       journal &&
@@ -214,7 +216,10 @@ export class Worker {
     ) {
       return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
     }
+    if (journal) notify(this.deps, "succeeded", { ...done, type: body.type });
     const acked = await this.acks.load(done.message);
+    if (!journal && acked.code === ScriptCode.OK)
+      notify(this.deps, "succeeded", { ...done, type: body.type });
     if (acked.code === ScriptCode.STALE && journal) {
       // The index moved on while the handler ran (its lease ran out and a copy was sent again),
       // but the journal now says succeeded, and the journal is the judge: drop the entry, so
@@ -251,6 +256,8 @@ export class Worker {
       ) {
         return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
       }
+      const failed = { ...done, type: body.type, error: reason, runAt: nextRunAt };
+      if (journal) notify(this.deps, "retrying", failed);
       const retried = await index.retry(done.message, nextRunAt, {
         now,
         // While dispatch is paused the retry waits in the index for the resume.
@@ -259,10 +266,13 @@ export class Worker {
         ]),
         leaseMs: config.dispatchLeaseMs,
       });
+      if (!journal && (retried.code === ScriptCode.OK || retried.code === ScriptCode.DISPATCHED))
+        notify(this.deps, "retrying", failed);
       if (retried.code === ScriptCode.DISPATCHED) {
         // Due within the look-ahead: straight to the queue, not at the next dispatcher tick
         // (a minute on AWS, for a backoff of a second).
         const { payload } = done.message;
+        notifyDispatched(this.deps, [{ ...done.message, gen: retried.gen, runAt: nextRunAt }], body.type);
         await sendOrRelease(
           this.deps,
           [
@@ -292,7 +302,10 @@ export class Worker {
     ) {
       return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
     }
-    await index.bury(done.message, now);
+    if (journal) notify(this.deps, "dead", { ...done, type: body.type, error: reason });
+    const buried = await index.bury(done.message, now);
+    if (!journal && buried.code === ScriptCode.OK)
+      notify(this.deps, "dead", { ...done, type: body.type, error: reason });
     logger.error("event dead-lettered", { id: done.id, attempt: done.attempt, error: reason });
     return { outcome: "dead", reason, attempt: done.attempt, lateMs: done.lateMs };
   }
