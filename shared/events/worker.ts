@@ -272,7 +272,11 @@ export class Worker {
         // Due within the look-ahead: straight to the queue, not at the next dispatcher tick
         // (a minute on AWS, for a backoff of a second).
         const { payload } = done.message;
-        notifyDispatched(this.deps, [{ ...done.message, gen: retried.gen, runAt: nextRunAt }], body.type);
+        notifyDispatched(
+          this.deps,
+          [{ ...done.message, gen: retried.gen, runAt: nextRunAt, attempt: done.attempt }],
+          body.type,
+        );
         await sendOrRelease(
           this.deps,
           [

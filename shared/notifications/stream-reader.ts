@@ -74,7 +74,13 @@ export class StreamSubscription {
         gap: { lastEventId, oldestId: info.firstId, reason: "unknown-id" },
       };
     }
-    if (compareIds(lastEventId, info.maxDeletedId) < 0) {
+    // Trimming moves the first entry past the client's last one (the entry it last saw is gone,
+    // so what followed it may be too); an XDEL after it raises max-deleted-entry-id.
+    const trimmed =
+      info.firstId === null
+        ? compareIds(lastEventId, info.lastGeneratedId) < 0
+        : compareIds(lastEventId, info.firstId) < 0;
+    if (trimmed || compareIds(lastEventId, info.maxDeletedId) < 0) {
       return { after: lastEventId, gap: { lastEventId, oldestId: info.firstId, reason: "trimmed" } };
     }
     return { after: lastEventId };

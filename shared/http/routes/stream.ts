@@ -82,22 +82,23 @@ export function mountStreamRoute(app: OpenAPIHono<TenantEnv>, deps: StreamRouteD
         }),
       );
     }
+    // Counted before the first await, so concurrent requests cannot all pass the check.
+    open.set(tenant, held + 1);
     const filter: StreamFilter = { type: query.type, id: query.id, schedule: query.schedule };
     const subscription = deps.streams.open(tenant);
-    let start: Awaited<ReturnType<StreamSubscription["start"]>>;
-    try {
-      start = await subscription.start(lastEventId);
-    } catch (error) {
-      subscription.close();
-      throw error;
-    }
-    open.set(tenant, held + 1);
     const release = () => {
       subscription.close();
       const left = (open.get(tenant) ?? 1) - 1;
       if (left > 0) open.set(tenant, left);
       else open.delete(tenant);
     };
+    let start: Awaited<ReturnType<StreamSubscription["start"]>>;
+    try {
+      start = await subscription.start(lastEventId);
+    } catch (error) {
+      release();
+      throw error;
+    }
     c.header("cache-control", "no-cache");
     c.header("x-accel-buffering", "no");
     return streamSSE(
