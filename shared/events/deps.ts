@@ -34,7 +34,10 @@ export function restoreEntryOf(item: JournalItem): RestoreEntry {
   return {
     member: memberOf(item.tenant, item.id),
     runAt: indexRunAt(item.runAt),
-    body: encodeBody({ type: item.type, maxAttempts: item.maxAttempts, backoff: item.backoff }, "journal"),
+    body: encodeBody(
+      { type: item.type, maxAttempts: item.maxAttempts, backoff: item.backoff, callbacks: item.callbacks },
+      "journal",
+    ),
     attempt: item.attempts,
     status: item.status === "dead" ? "dead" : item.status === "retrying" ? "retrying" : "scheduled",
     version: item.version ?? 0,
