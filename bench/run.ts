@@ -11,6 +11,7 @@ import {
   enqueueSingle,
   steady,
 } from "./hourglass.ts";
+import { notificationOverhead } from "./notifications.ts";
 import type { Lateness } from "./stats.ts";
 
 /**
@@ -168,12 +169,24 @@ try {
     );
     const fullSteady = await steady("full", redisServer.url, 100, N.steadySeconds, 8_000);
     row("steady 100/s, full local stack", late(fullSteady), "—", "", "p99 ≤ 100 ms, 0 early");
+    notificationRow(await notificationOverhead("full", redisServer.url, 100, N.steadySeconds, 8_000));
   }
 } finally {
   await bull.close();
   redis.disconnect();
   await stack.stop();
   await redisServer.kill();
+}
+
+/** Steady p99 with every transition published beside the same load with notifications off. */
+function notificationRow(result: Awaited<ReturnType<typeof notificationOverhead>>) {
+  row(
+    "notification overhead: steady 100/s, full local stack, notifications on | off",
+    `on: ${ms(result.on)}; early ${result.on.early}; ${result.published.toLocaleString("en-US")} published, ${result.failed} failed`,
+    `off: ${ms(result.off)}`,
+    `p99 ${Math.round(result.on.p99 - result.off.p99)} ms`,
+    "publishing never slows the event",
+  );
 }
 
 console.log(
