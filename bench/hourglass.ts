@@ -32,7 +32,7 @@ export type Mode = "engine" | "full";
 export async function benchHourglass(
   mode: Mode,
   redisUrl: string,
-  options: { clock?: () => number; transport?: () => Transport } = {},
+  options: { clock?: () => number; transport?: () => Transport; env?: Record<string, string> } = {},
 ) {
   const name = `b${randomBytes(3).toString("hex")}`;
   const config = loadConfig(process.env, {
@@ -47,6 +47,7 @@ export async function benchHourglass(
     HOURGLASS_QUEUE_NAME: `${name}-work`,
     HOURGLASS_CLAIM_BATCH: "1000",
     LOG_LEVEL: "SILENT",
+    ...options.env,
   });
   if (mode === "full") {
     await provision({

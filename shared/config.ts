@@ -148,6 +148,22 @@ const schema = z.object({
     .regex(/^[A-Za-z0-9.-]+(,[A-Za-z0-9.-]+)*$/, "host names separated by commas")
     .optional(),
   HOURGLASS_MAX_BODY_BYTES: int(1_024, 10_485_760).default(1_048_576),
+  // Notifications of every transition (shared/notifications).
+  HOURGLASS_NOTIFICATIONS: bool.default(true),
+  HOURGLASS_NOTIFY_STREAM: bool.default(true),
+  HOURGLASS_NOTIFY_STREAM_MAXLEN: int(100, 10_000_000).default(10_000),
+  HOURGLASS_NOTIFY_FLUSH_MS: int(1, 10_000).default(50),
+  HOURGLASS_NOTIFY_BUFFER: int(100, 1_000_000).default(100_000),
+  HOURGLASS_STREAM_CLIENTS_PER_TENANT: int(1, 10_000).default(10),
+  HOURGLASS_EVENT_BUS_NAME: z
+    .string()
+    .regex(/^(arn:[^\s]+|[A-Za-z0-9._/-]{1,256})$/, "an EventBridge bus name or ARN")
+    .optional(),
+  HOURGLASS_EVENT_BUS_SOURCE: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,256}$/, "letters, digits, . _ or -")
+    .refine((v) => !v.startsWith("aws."), "must not start with aws.")
+    .default("hourglass"),
   LOG_LEVEL: z.enum(["DEBUG", "INFO", "WARN", "ERROR", "SILENT"]).default("INFO"),
   PORT: port.default(3000),
 });
@@ -225,6 +241,22 @@ export interface HourglassConfig {
   readonly secretArns: readonly string[];
   readonly logLevel: "DEBUG" | "INFO" | "WARN" | "ERROR" | "SILENT";
   readonly port: number;
+  /** Every transition is published (shared/notifications). */
+  readonly notifications: {
+    readonly enabled: boolean;
+    /** Append to each tenant's capped Redis stream (`GET /v1/events/stream`). */
+    readonly stream: boolean;
+    /** Entries kept per tenant stream (approximately: MAXLEN ~): the resumable window. */
+    readonly streamMaxLen: number;
+    readonly flushMs: number;
+    /** Notices waiting for delivery at most; beyond it the oldest are dropped and counted. */
+    readonly maxBuffered: number;
+    /** Open SSE streams one tenant may hold in one process. */
+    readonly streamClientsPerTenant: number;
+    /** Put every transition on this EventBridge bus (AWS); unset: none. */
+    readonly eventBusName: string | undefined;
+    readonly eventBusSource: string;
+  };
   /** The embedded stack `npm start` runs (or reuses) when no endpoint names another. */
   readonly local: {
     readonly dataDir: string;
@@ -340,6 +372,16 @@ export function loadConfig(
     secretArns: e.HOURGLASS_SECRET_ARNS?.split(",") ?? [],
     logLevel: e.LOG_LEVEL,
     port: e.PORT,
+    notifications: {
+      enabled: e.HOURGLASS_NOTIFICATIONS,
+      stream: e.HOURGLASS_NOTIFY_STREAM,
+      streamMaxLen: e.HOURGLASS_NOTIFY_STREAM_MAXLEN,
+      flushMs: e.HOURGLASS_NOTIFY_FLUSH_MS,
+      maxBuffered: e.HOURGLASS_NOTIFY_BUFFER,
+      streamClientsPerTenant: e.HOURGLASS_STREAM_CLIENTS_PER_TENANT,
+      eventBusName: e.HOURGLASS_EVENT_BUS_NAME,
+      eventBusSource: e.HOURGLASS_EVENT_BUS_SOURCE,
+    },
     local: {
       dataDir: e.HOURGLASS_DATA_DIR,
       dynamoPort: e.HOURGLASS_DYNAMODB_PORT,

@@ -23,6 +23,8 @@ import { ledgerFacts } from "./ledger/ledger-facts.ts";
 import { StockLedger } from "./ledger/ledger-service.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { MetricsRecorder } from "./metrics-store/recorder.ts";
+import { createNotifier } from "./notifications/create.ts";
+import type { Notifier } from "./notifications/notifier.ts";
 import { Materializer } from "./schedules/materializer.ts";
 import { ScheduleService } from "./schedules/service.ts";
 import { ScheduleStore } from "./schedules/store.ts";
@@ -40,6 +42,8 @@ export interface HourglassOptions {
   readonly logger?: Logger;
   readonly clock?: () => number;
   readonly workerHooks?: WorkerHooks;
+  /** @default createNotifier(config, …): the tenants' Redis streams and the EventBridge bus, if named. */
+  readonly notifier?: Notifier;
   /** Name under which logs are emitted. @default "hourglass" */
   readonly service?: string;
 }
@@ -69,6 +73,8 @@ export interface Hourglass {
   readonly worker: Worker;
   /** Per-minute throughput and lateness in Redis, read by `GET /v1/metrics`. */
   readonly metrics: MetricsRecorder;
+  /** Publishes every transition (Redis streams, EventBridge); Lambda flushes it before freezing. */
+  readonly notifier: Notifier;
   close(): Promise<void>;
 }
 
@@ -119,6 +125,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     : undefined;
   const index = new RedisIndex(redis, config.keyPrefix, config.shards);
   const metrics = new MetricsRecorder(redis, config.keyPrefix, logger, options.clock ?? Date.now);
+  const notifier = options.notifier ?? createNotifier(config, index, logger);
   const deps: EngineDeps = {
     config,
     index,
@@ -128,6 +135,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     logger,
     clock: options.clock ?? Date.now,
     metrics,
+    notifier,
   };
   const leases = config.journal ? new LeaseService(dynamo, config.tables.leases, deps.clock) : undefined;
   const events = new EventService(deps);
@@ -172,8 +180,10 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     ),
     worker: new Worker(deps, options.workerHooks),
     metrics,
+    notifier,
     async close() {
       await metrics.flush();
+      await notifier.close();
       redis.disconnect();
       dynamo.destroy();
       dynamoReads.destroy();

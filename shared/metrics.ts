@@ -1,6 +1,7 @@
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { TickReport } from "./events/dispatcher.ts";
 import type { WorkResult } from "./events/worker.ts";
+import type { Notifier } from "./notifications/notifier.ts";
 
 /** CloudWatch metrics (EMF, through Powertools) under one namespace; the CDK alarms read these names. */
 export const METRICS_NAMESPACE = "Hourglass";
@@ -17,6 +18,7 @@ export const METRIC = {
   retried: "Retried",
   deadLettered: "DeadLettered",
   dropped: "Dropped",
+  notificationFailures: "NotificationFailures",
 } as const;
 
 export function createMetrics(service: string): Metrics {
@@ -49,4 +51,16 @@ export function recordWork(metrics: Metrics, result: WorkResult) {
   if (result.outcome !== "dropped" && result.lateMs !== undefined) {
     metrics.addMetric(METRIC.lateness, MetricUnit.Milliseconds, result.lateMs);
   }
+}
+
+/**
+ * Delivers the buffered notifications before Lambda freezes the process, and counts what could
+ * not be delivered since the last call (failed or dropped) as a metric.
+ */
+export async function flushNotifications(metrics: Metrics, notifier: Notifier): Promise<void> {
+  const before = notifier.stats();
+  await notifier.flush();
+  const after = notifier.stats();
+  const lost = after.failed + after.dropped - before.failed - before.dropped;
+  if (lost > 0) metrics.addMetric(METRIC.notificationFailures, MetricUnit.Count, lost);
 }

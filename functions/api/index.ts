@@ -15,5 +15,6 @@ export const handler: typeof app = async (event, context) => {
     return await app(event, context);
   } finally {
     await hourglass.metrics.flush();
+    await hourglass.notifier.flush(); // failures are logged; the API publishes no CloudWatch metrics
   }
 };

@@ -2,7 +2,7 @@
 import { handlers } from "@hourglass/handlers";
 import type { Context } from "aws-lambda";
 import { createHourglass } from "../../shared/hourglass.ts";
-import { createMetrics, recordTick } from "../../shared/metrics.ts";
+import { createMetrics, flushNotifications, recordTick } from "../../shared/metrics.ts";
 
 const hourglass = await createHourglass({ service: "hourglass-dispatcher", handlers });
 const metrics = createMetrics("dispatcher");
@@ -16,6 +16,7 @@ export const handler = async (_event: unknown, context: Context) => {
     Math.max(1_000, context.getRemainingTimeInMillis() - RESERVE_MS),
   );
   recordTick(metrics, report, await hourglass.dispatcher.indexHealth());
+  await flushNotifications(metrics, hourglass.notifier);
   metrics.publishStoredMetrics();
   return report;
 };

@@ -2,7 +2,7 @@
 import { handlers } from "@hourglass/handlers";
 import type { Context, SQSEvent } from "aws-lambda";
 import { createHourglass } from "../../shared/hourglass.ts";
-import { createMetrics, recordWork } from "../../shared/metrics.ts";
+import { createMetrics, flushNotifications, recordWork } from "../../shared/metrics.ts";
 import { createSqsBatchHandler } from "../../shared/transport/sqs-batch.ts";
 
 const hourglass = await createHourglass({ service: "hourglass-worker", handlers });
@@ -16,6 +16,7 @@ export const handler = async (event: SQSEvent, context: Context) => {
   try {
     return await processBatch(event, context);
   } finally {
+    await flushNotifications(metrics, hourglass.notifier); // the outcomes are recorded: off their path
     metrics.publishStoredMetrics();
     await hourglass.metrics.flush(); // before Lambda freezes the process, so the dashboard sees this batch
   }

@@ -5,7 +5,7 @@ import type * as apigwv2 from "aws-cdk-lib/aws-apigatewayv2";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
 import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
-import type * as events from "aws-cdk-lib/aws-events";
+import * as events from "aws-cdk-lib/aws-events";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import * as logs from "aws-cdk-lib/aws-logs";
@@ -77,6 +77,8 @@ export class Hourglass extends Construct {
   public readonly admins: readonly iam.IRole[];
   public readonly alarms: Record<string, cloudwatch.Alarm>;
   public readonly dashboard: cloudwatch.Dashboard;
+  /** The bus every transition is put on (`notifications`); undefined when notifications are off. */
+  public readonly eventBus: events.IEventBus | undefined;
 
   constructor(scope: Construct, id: string, props: HourglassProps = {}) {
     super(scope, id);
@@ -99,6 +101,7 @@ export class Hourglass extends Construct {
         egress: this.egress,
         retention: logRetention,
         invokesLambda: handlerFunctions.length > 0,
+        publishesEvents: props.notifications?.enabled !== false,
         endpointAzs: lean ? 1 : 2,
       });
     }
@@ -116,6 +119,11 @@ export class Hourglass extends Construct {
         : ec2.SubnetType.PRIVATE_ISOLATED,
     };
     this.admins = props.admins ?? [];
+    this.eventBus =
+      props.notifications?.enabled === false
+        ? undefined
+        : (props.notifications?.eventBus ??
+          new events.EventBus(this, "EventBus", { description: "Hourglass: every event transition" }));
 
     this.eventsTable = createTable(this, "Events", EVENTS_TABLE, production);
     this.leasesTable = createTable(this, "Leases", LEASES_TABLE, production);
@@ -200,6 +208,11 @@ export class Hourglass extends Construct {
           HOURGLASS_ADMIN_PRINCIPALS: this.admins.map((role) => role.roleArn).join(","),
         }),
         POWERTOOLS_METRICS_NAMESPACE: "Hourglass",
+        // On AWS transitions go to EventBridge; the Redis stream serves only long-running processes.
+        HOURGLASS_NOTIFY_STREAM: "false",
+        ...(this.eventBus
+          ? { HOURGLASS_EVENT_BUS_NAME: this.eventBus.eventBusName }
+          : { HOURGLASS_NOTIFICATIONS: "false" }),
         ...(handlerFunctions.length > 0 && {
           HOURGLASS_LAMBDA_TARGETS: Stack.of(this).toJsonString(
             Object.fromEntries(handlerFunctions.map(([type, fn]) => [type, fn.functionArn])),
@@ -247,6 +260,10 @@ export class Hourglass extends Construct {
     grantTable(this.workerFunction, this.leasesTable, TABLE_ACCESS.signingState);
     // reservation.expire releases holds in the ledger.
     grantTable(this.workerFunction, this.ledgerTable, TABLE_ACCESS.ledger);
+    // The three functions make transitions (API: scheduled, rescheduled, cancelled; dispatcher:
+    // dispatched; worker: started and the outcomes); nothing else may put events on the bus.
+    for (const fn of [this.apiFunction, this.dispatcherFunction, this.workerFunction])
+      this.eventBus?.grantPutEventsTo(fn);
     grantSecrets(this.apiFunction, secrets.api);
     grantSecrets(this.dispatcherFunction, secrets.dispatcher);
     grantSecrets(this.workerFunction, secrets.worker);

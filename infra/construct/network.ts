@@ -15,6 +15,8 @@ export function createNetwork(
     egress: Egress;
     retention: logs.RetentionDays;
     invokesLambda: boolean;
+    /** The functions put notifications on an EventBridge bus. */
+    publishesEvents: boolean;
     endpointAzs: 1 | 2;
   },
 ): ec2.Vpc {
@@ -47,5 +49,11 @@ export function createNetwork(
   // The worker invokes the user's handler functions through the Lambda API.
   if (options.invokesLambda)
     vpc.addInterfaceEndpoint("Lambda", { service: ec2.InterfaceVpcEndpointAwsService.LAMBDA, subnets });
+  // Notifications go to EventBridge (PutEvents) from every function, with or without a NAT.
+  if (options.publishesEvents)
+    vpc.addInterfaceEndpoint("EventBridge", {
+      service: ec2.InterfaceVpcEndpointAwsService.EVENTBRIDGE,
+      subnets,
+    });
   return vpc;
 }

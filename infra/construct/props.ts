@@ -1,5 +1,6 @@
 import type { Duration } from "aws-cdk-lib";
 import type * as ec2 from "aws-cdk-lib/aws-ec2";
+import type * as events from "aws-cdk-lib/aws-events";
 import type * as iam from "aws-cdk-lib/aws-iam";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
 import type * as logs from "aws-cdk-lib/aws-logs";
@@ -121,6 +122,18 @@ export interface HourglassProps {
   readonly alarmTopic?: sns.ITopic;
   /** Allow webhooks to private addresses (for targets inside the VPC). @default false */
   readonly webhookAllowPrivate?: boolean;
+  /**
+   * Every transition of every event (scheduled, rescheduled, dispatched, started, succeeded,
+   * retrying, dead, cancelled, held) is put on an EventBridge bus, `source` "hourglass" and a
+   * `detail-type` per transition ("Event Dead"), for your rules to route (docs/notifications.md).
+   * @default a new bus, `hourglass.eventBus`
+   */
+  readonly notifications?: {
+    /** Publish to this bus instead of creating one (the default bus, a bus of another stack). */
+    readonly eventBus?: events.IEventBus;
+    /** `false`: no bus and no notifications. @default true */
+    readonly enabled?: boolean;
+  };
 }
 
 /** Every problem with the props at once, before anything is built. */
@@ -213,6 +226,9 @@ export function validateProps(props: HourglassProps): void {
   }
   if (props.profile === "lean" && props.apiKeys) {
     problems.push("apiKeys need the REST API; profile lean uses an HTTP API, which has no API keys");
+  }
+  if (props.notifications?.enabled === false && props.notifications.eventBus) {
+    problems.push("notifications.eventBus is given but notifications.enabled is false");
   }
   if (problems.length > 0) throw new HourglassPropsError(problems);
 }

@@ -1,4 +1,4 @@
-import type { BackoffPolicy } from "../events/model.ts";
+import type { BackoffPolicy, Callbacks } from "../events/model.ts";
 
 /**
  * The immutable part of an event, as the index stores it: `type\n{json}`. The type comes first
@@ -13,6 +13,8 @@ export interface EventBody {
   readonly type: string;
   readonly maxAttempts?: number | undefined;
   readonly backoff?: BackoffPolicy | undefined;
+  /** Read by the worker when the event finishes; kept in the body so no journal read is needed. */
+  readonly callbacks?: Callbacks | undefined;
 }
 
 export interface DecodedBody extends EventBody {
@@ -26,12 +28,14 @@ interface Encoded {
   j?: 1;
   m?: number;
   b?: BackoffPolicy;
+  c?: Callbacks;
 }
 
 export function encodeBody(body: EventBody, payload: { inline: unknown } | "journal"): string {
   const encoded: Encoded = payload === "journal" ? { j: 1 } : { p: payload.inline };
   if (body.maxAttempts !== undefined) encoded.m = body.maxAttempts;
   if (body.backoff !== undefined) encoded.b = body.backoff;
+  if (body.callbacks !== undefined) encoded.c = body.callbacks;
   return `${body.type}\n${JSON.stringify(encoded)}`;
 }
 
@@ -44,5 +48,6 @@ export function decodeBody(raw: string): DecodedBody {
     payloadInJournal: decoded.j === 1,
     maxAttempts: decoded.m,
     backoff: decoded.b,
+    ...(decoded.c && { callbacks: decoded.c }),
   };
 }

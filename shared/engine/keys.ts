@@ -103,3 +103,11 @@ export function stockKeys(prefix: string, tenant: string, sku: string): StockKey
     lock: `${tag}:lock`,
   };
 }
+
+/**
+ * STREAM of a tenant's notifications (every transition of its events), capped by length. Not an
+ * index key: it is written after the transitions, by the notifier, and it may be trimmed or lost.
+ */
+export function notificationStreamKey(prefix: string, tenant: string): string {
+  return `{${prefix}:notify:${tenant}}:stream`;
+}

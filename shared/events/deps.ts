@@ -7,6 +7,7 @@ import type { JournalItem } from "../journal/item.ts";
 import type { EventJournal } from "../journal/journal.ts";
 import type { Logger } from "../logger.ts";
 import type { EngineMetrics } from "../metrics-store/recorder.ts";
+import type { Notifier } from "../notifications/notifier.ts";
 import type { Transport } from "../transport/transport.ts";
 import type { EventView } from "./model.ts";
 import { indexRunAt } from "./run-at.ts";
@@ -24,6 +25,8 @@ export interface EngineDeps {
   readonly clock: () => number;
   /** Per-minute throughput and lateness for the dashboard and `GET /v1/metrics`; optional in tests. */
   readonly metrics?: EngineMetrics;
+  /** Every transition is handed to it (shared/notifications); absent means none are published. */
+  readonly notifier?: Notifier;
 }
 
 /** The index entry that re-creates a journal item's pending state. */
@@ -31,7 +34,10 @@ export function restoreEntryOf(item: JournalItem): RestoreEntry {
   return {
     member: memberOf(item.tenant, item.id),
     runAt: indexRunAt(item.runAt),
-    body: encodeBody({ type: item.type, maxAttempts: item.maxAttempts, backoff: item.backoff }, "journal"),
+    body: encodeBody(
+      { type: item.type, maxAttempts: item.maxAttempts, backoff: item.backoff, callbacks: item.callbacks },
+      "journal",
+    ),
     attempt: item.attempts,
     status: item.status === "dead" ? "dead" : item.status === "retrying" ? "retrying" : "scheduled",
     version: item.version ?? 0,

@@ -5,6 +5,7 @@ import { JournalConditionError } from "../journal/errors.ts";
 import { type JournalItem, journalKey, payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
+import { notifyDispatched } from "../notifications/publish.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
 import { HorizonLoader } from "./horizon.ts";
 import { type DispatchMessage, inlinePayload } from "./model.ts";
@@ -254,6 +255,7 @@ export class Dispatcher {
     report: TickReport,
   ) {
     const messages = this.deps.journal ? await this.withJournal(claimed, now, report) : claimed;
+    notifyDispatched(this.deps, messages);
     const result = await sendOrRelease(this.deps, messages, now);
     report.sent += result.sent;
     report.failed += result.failed;

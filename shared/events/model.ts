@@ -11,6 +11,12 @@ export interface BackoffPolicy {
   readonly maxDelayMs?: number | undefined;
 }
 
+/** URLs called with an event's final outcome (see callbacksSchema). */
+export interface Callbacks {
+  readonly onSuccess?: string | undefined;
+  readonly onFailure?: string | undefined;
+}
+
 /** An event as accepted by the engine, after validation and before it is stored. */
 export interface NewEvent {
   readonly tenant: string;
@@ -21,6 +27,7 @@ export interface NewEvent {
   readonly runAt: number;
   readonly maxAttempts?: number | undefined;
   readonly backoff?: BackoffPolicy | undefined;
+  readonly callbacks?: Callbacks | undefined;
   /** A hash of what the client asked for; a repeat with another fingerprint is a conflict. */
   readonly fingerprint: string;
   readonly createdAt: number;

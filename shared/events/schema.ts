@@ -15,6 +15,22 @@ export const backoffSchema = z
   })
   .strict();
 
+/** A URL Hourglass calls with an event's outcome; the webhook address guard applies when it is called. */
+const callbackUrl = z
+  .string()
+  .max(2_048)
+  .url()
+  .refine((url) => /^https?:\/\//i.test(url), "must be an http or https URL");
+
+/**
+ * Called once with the event's final outcome, signed like a webhook, as an ordinary `webhook`
+ * event of the same tenant (durable, retried, listed): `onSuccess` when it succeeds, `onFailure`
+ * when it lands in the dead letters (not on each retry, as QStash does).
+ */
+export const callbacksSchema = z
+  .object({ onSuccess: callbackUrl.optional(), onFailure: callbackUrl.optional() })
+  .strict();
+
 /** One event as a client schedules it. The engine adds the checks that need configuration. */
 export const scheduleInput = z
   .object({
@@ -29,6 +45,7 @@ export const scheduleInput = z
       .optional(),
     maxAttempts: z.number().int().min(1).max(100).optional(),
     backoff: backoffSchema.optional(),
+    callbacks: callbacksSchema.optional(),
   })
   .strict();
 

@@ -4,6 +4,7 @@ import { memberOf } from "../engine/keys.ts";
 import { idFactory } from "../ids.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { type JournalItem, PENDING_STATUSES, payloadJsonOf, viewOf } from "../journal/item.ts";
+import { notify, notifyDispatched } from "../notifications/publish.ts";
 import { type EngineDeps, overlay, restoreEntryOf, viewFromIndex } from "./deps.ts";
 import {
   EventNotFoundError,
@@ -206,6 +207,7 @@ export class EventService {
     const dispatchNow: DispatchMessage[] = [];
     toIndex.forEach(({ event, position }, i) => {
       const member = memberOf(event.tenant, event.id);
+      if (codes[i] !== ScriptCode.EXISTS) notify(this.deps, "scheduled", { ...event, attempt: 0 });
       if (codes[i] === ScriptCode.DISPATCHED) {
         const payload = inlinePayload(JSON.stringify(event.payload));
         dispatchNow.push({
@@ -216,6 +218,7 @@ export class EventService {
           attempt: 0,
           ...(payload !== undefined && { payload }),
         });
+        notifyDispatched(this.deps, dispatchNow.slice(-1), event.type);
       }
       results[position] = {
         ok: true,
@@ -310,11 +313,14 @@ export class EventService {
     if (result.code === ScriptCode.CONFLICT) throw new EventStateConflictError(id, result.status, "cancel");
     if (!journal) {
       if (result.code === ScriptCode.NOT_FOUND || !before) throw new EventNotFoundError(id);
-      return { ...viewFromIndex(id, before, config.retry.maxAttempts), status: "cancelled" };
+      const view = viewFromIndex(id, before, config.retry.maxAttempts);
+      notify(this.deps, "cancelled", { tenant, id, type: view.type, attempt: view.attempts });
+      return { ...view, status: "cancelled" };
     }
     let item: JournalItem;
     try {
       item = await journal.markCancelled(tenant, id, this.deps.clock());
+      notify(this.deps, "cancelled", { tenant, id, type: item.type, attempt: item.attempts });
     } catch (error) {
       if (!(error instanceof JournalConditionError)) throw error;
       if (!error.existing) {
@@ -380,6 +386,15 @@ export class EventService {
       if (result.code === ScriptCode.SCHEDULED && item)
         await evictIfFar(index, member, result.version, runAt, now, config);
     }
+    if (result.code !== ScriptCode.NOT_FOUND || journal)
+      notify(this.deps, "rescheduled", {
+        tenant,
+        id,
+        attempt: "attempt" in result ? result.attempt : 0,
+        runAt,
+      });
+    if (result.code === ScriptCode.DISPATCHED)
+      notifyDispatched(this.deps, [{ member, shard: 0, gen: result.gen, runAt, attempt: result.attempt }]);
     if (result.code === ScriptCode.DISPATCHED) {
       await this.send(
         [{ member, shard: index.shardOf(member), gen: result.gen, runAt, attempt: result.attempt }],
@@ -437,8 +452,17 @@ export class EventService {
     // A replay is the one way back from final, so it may pass a cancel's tombstone.
     if (revived.code === ScriptCode.NOT_FOUND)
       await index.restore([restoreEntryOf(item)], now, { replay: true });
+    notify(this.deps, "scheduled", {
+      tenant,
+      id,
+      type: item.type,
+      attempt: 0,
+      runAt: indexRunAt(item.runAt),
+    });
     if (revived.code === ScriptCode.DISPATCHED) {
       // Due now: straight to the queue, as a new event would be, not at the next dispatcher tick.
+      const message = { member, shard: 0, gen: revived.gen, runAt: indexRunAt(item.runAt), attempt: 0 };
+      notifyDispatched(this.deps, [message], item.type);
       const payload = inlinePayload(payloadJsonOf(item));
       await this.send(
         [

@@ -85,6 +85,7 @@ export function toNewEvent(
     runAt,
     maxAttempts: input.maxAttempts,
     backoff: input.backoff,
+    ...(input.callbacks && { callbacks: input.callbacks }),
     // A generated id cannot be sent twice, so only a client's id needs its content remembered.
     fingerprint: input.id === undefined ? "" : fingerprint(input),
     createdAt: now,
@@ -112,6 +113,8 @@ function fingerprint(input: z.output<typeof scheduleInput> & ScheduleInput): str
     schedule,
     input.maxAttempts ?? null,
     input.backoff ?? null,
+    // Appended only when given, so events scheduled before callbacks existed keep their fingerprint.
+    ...(input.callbacks ? [input.callbacks] : []),
   ]);
   return createHash("sha256").update(canonical).digest("base64url");
 }

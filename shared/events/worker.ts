@@ -7,12 +7,15 @@ import { REDIS_TIME, type StartResult, type TransitionResult } from "../engine/r
 import { NonRetryableError } from "../handlers/errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
+import { callbackEventFor, type FinalOutcome } from "../notifications/callbacks.ts";
+import { notify, notifyDispatched } from "../notifications/publish.ts";
 import { parseOccurrenceId } from "../schedules/occurrence-id.ts";
 import { backoffDelay } from "./backoff.ts";
 import type { EngineDeps } from "./deps.ts";
 import type { DispatchMessage } from "./model.ts";
 import { directDispatchHorizon } from "./pause.ts";
 import { sendOrRelease } from "./send.ts";
+import { EventService } from "./service.ts";
 
 export type WorkOutcome = "succeeded" | "retrying" | "dead" | "dropped";
 
@@ -128,7 +131,7 @@ export class Worker {
     }
     const done = event;
     const result = await (failure === undefined
-      ? this.succeed(done)
+      ? this.succeed(done, body)
       : this.fail(done, body, maxAttempts, failure));
     this.deps.metrics?.finished(tenant, body.type, result.outcome);
     return result;
@@ -161,6 +164,7 @@ export class Worker {
     event.lateMs = startedAt - event.message.runAt;
     this.hooks.onStart?.(event.message, startedAt);
     this.deps.metrics?.started(event.tenant, body.type, event.lateMs);
+    notify(this.deps, "started", { ...event, type: body.type, runAt: event.message.runAt });
     logger.info("event running", {
       id: event.id,
       tenant: event.tenant,
@@ -206,15 +210,24 @@ export class Worker {
     return JSON.parse(payloadJsonOf(item)) as unknown;
   }
 
-  private async succeed(done: Done): Promise<WorkResult> {
+  private async succeed(done: Done, body: DecodedBody): Promise<WorkResult> {
     const { journal, clock, logger } = this.deps;
+    const finishedAt = clock();
     if (
       journal &&
-      !(await this.recorded(() => journal.markSucceeded(done.tenant, done.id, done.attempt, clock()), done))
+      !(await this.recorded(
+        () => journal.markSucceeded(done.tenant, done.id, done.attempt, finishedAt),
+        done,
+      ))
     ) {
       return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
     }
+    if (journal) notify(this.deps, "succeeded", { ...done, type: body.type });
     const acked = await this.acks.load(done.message);
+    if (!journal && acked.code === ScriptCode.OK)
+      notify(this.deps, "succeeded", { ...done, type: body.type });
+    if (journal || acked.code === ScriptCode.OK)
+      await this.callBack(body, "succeeded", { ...done, finishedAt });
     if (acked.code === ScriptCode.STALE && journal) {
       // The index moved on while the handler ran (its lease ran out and a copy was sent again),
       // but the journal now says succeeded, and the journal is the judge: drop the entry, so
@@ -251,6 +264,8 @@ export class Worker {
       ) {
         return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
       }
+      const failed = { ...done, type: body.type, error: reason, runAt: nextRunAt };
+      if (journal) notify(this.deps, "retrying", failed);
       const retried = await index.retry(done.message, nextRunAt, {
         now,
         // While dispatch is paused the retry waits in the index for the resume.
@@ -259,10 +274,17 @@ export class Worker {
         ]),
         leaseMs: config.dispatchLeaseMs,
       });
+      if (!journal && (retried.code === ScriptCode.OK || retried.code === ScriptCode.DISPATCHED))
+        notify(this.deps, "retrying", failed);
       if (retried.code === ScriptCode.DISPATCHED) {
         // Due within the look-ahead: straight to the queue, not at the next dispatcher tick
         // (a minute on AWS, for a backoff of a second).
         const { payload } = done.message;
+        notifyDispatched(
+          this.deps,
+          [{ ...done.message, gen: retried.gen, runAt: nextRunAt, attempt: done.attempt }],
+          body.type,
+        );
         await sendOrRelease(
           this.deps,
           [
@@ -292,10 +314,43 @@ export class Worker {
     ) {
       return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
     }
-    await index.bury(done.message, now);
+    if (journal) notify(this.deps, "dead", { ...done, type: body.type, error: reason });
+    const buried = await index.bury(done.message, now);
+    if (!journal && buried.code === ScriptCode.OK)
+      notify(this.deps, "dead", { ...done, type: body.type, error: reason });
+    if (journal || buried.code === ScriptCode.OK)
+      await this.callBack(body, "dead", { ...done, error: reason, finishedAt: now });
     logger.error("event dead-lettered", { id: done.id, attempt: done.attempt, error: reason });
     return { outcome: "dead", reason, attempt: done.attempt, lateMs: done.lateMs };
   }
+
+  /**
+   * Schedules the event's callback for its outcome, if it has one, as a `webhook` event of the
+   * same tenant, after the outcome is recorded: the callback's delivery (signed, retried, guarded)
+   * is that event's business and never touches this event's outcome. A failure to schedule it is
+   * logged, not thrown: the outcome stands either way.
+   */
+  private async callBack(
+    body: DecodedBody,
+    outcome: FinalOutcome,
+    finished: Done & { error?: string; finishedAt: number },
+  ): Promise<void> {
+    const input = callbackEventFor(body.callbacks, outcome, { ...finished, type: body.type });
+    if (!input) return;
+    try {
+      this.events ??= new EventService(this.deps);
+      await this.events.schedule(finished.tenant, input, { internal: true });
+    } catch (error) {
+      this.deps.logger.error("callback not scheduled", {
+        id: finished.id,
+        tenant: finished.tenant,
+        outcome,
+        error: describe(error),
+      });
+    }
+  }
+
+  private events: EventService | undefined;
 
   /**
    * Runs a journal transition. False when the journal says the event already finished (a

@@ -10,6 +10,7 @@ import type { LeaseService } from "../leases/lease-service.ts";
 import type { StockLedger } from "../ledger/ledger-service.ts";
 import type { Logger } from "../logger.ts";
 import { type Insights, insightsOf } from "../metrics-store/insights.ts";
+import { type NotificationStreams, notificationStreams } from "../notifications/stream-reader.ts";
 import type { ScheduleService } from "../schedules/service.ts";
 import { jsonBodies } from "./body.ts";
 import { mountDocs } from "./docs.ts";
@@ -22,6 +23,7 @@ import { mountLeaseRoutes } from "./routes/leases.ts";
 import { mountHealthRoute, mountOperationRoutes } from "./routes/operations.ts";
 import { mountScheduleRoutes } from "./routes/schedules.ts";
 import { mountStockRoutes } from "./routes/stock.ts";
+import { mountStreamRoute } from "./routes/stream.ts";
 import { mountWebhookSecretRoutes } from "./routes/webhook-secret.ts";
 import { identifier, type TenantEnv, tenancy } from "./tenancy.ts";
 
@@ -49,6 +51,8 @@ export interface ApiDeps {
   readonly schedules?: ScheduleService | undefined;
   health(): Promise<HealthReport>;
   readonly admin?: AdminControl;
+  /** The tenants' notification streams (`GET /v1/events/stream`); absent: 501. */
+  readonly streams?: NotificationStreams;
 }
 
 export function apiDeps(hourglass: Hourglass): ApiDeps {
@@ -63,6 +67,7 @@ export function apiDeps(hourglass: Hourglass): ApiDeps {
     schedules: hourglass.schedules,
     health: () => checkHealth(hourglass),
     admin: adminControl(hourglass),
+    streams: notificationStreams(hourglass.redis, hourglass.config.keyPrefix),
   };
 }
 
@@ -97,6 +102,8 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   mountDocs(app);
   mountAdminRoutes(app, deps); // before tenancy: admin tokens name no tenant
   app.use("/v1/*", ...jsonBodies(deps.config.maxBodyBytes), tenancy(deps.config));
+  // Before the event routes, whose `/v1/events/{id}` would take `stream` for an id.
+  mountStreamRoute(app, deps);
   mountEventRoutes(app, deps.events);
   mountOperationRoutes(app, deps.events);
   mountLeaseRoutes(app, () => deps.leases ?? unavailable("leases"));

@@ -1,4 +1,4 @@
-import type { BackoffPolicy, EventStatus, EventView, NewEvent } from "../events/model.ts";
+import type { BackoffPolicy, Callbacks, EventStatus, EventView, NewEvent } from "../events/model.ts";
 import { packPayload, unpackPayload } from "./payload.ts";
 
 /** Journal statuses: the live statuses `dispatched` and `running` exist only in the index. */
@@ -28,6 +28,7 @@ export interface JournalItem {
   readonly attempts: number;
   readonly maxAttempts?: number;
   readonly backoff?: BackoffPolicy;
+  readonly callbacks?: Callbacks;
   readonly fingerprint: string;
   /**
    * Goes up with every reschedule, and the index carries it (see reschedule.lua), so the two agree
@@ -70,6 +71,7 @@ export function toJournalItem(event: NewEvent, shard: number): JournalItem {
     attempts: 0,
     ...(event.maxAttempts !== undefined && { maxAttempts: event.maxAttempts }),
     ...(event.backoff !== undefined && { backoff: event.backoff }),
+    ...(event.callbacks !== undefined && { callbacks: event.callbacks }),
     fingerprint: event.fingerprint,
     createdAt: event.createdAt,
     updatedAt: event.createdAt,

@@ -1,4 +1,4 @@
-import type { BackoffPolicy } from "../events/model.ts";
+import type { BackoffPolicy, Callbacks } from "../events/model.ts";
 
 export type OverlapPolicy = "allow" | "skip";
 export type CatchUpPolicy = "latest" | "all" | "none";
@@ -26,6 +26,7 @@ export interface ScheduledEventTemplate {
   readonly payload: unknown;
   readonly maxAttempts?: number | undefined;
   readonly backoff?: BackoffPolicy | undefined;
+  readonly callbacks?: Callbacks | undefined;
 }
 
 /** A validated schedule as the service stores it. */
@@ -53,6 +54,7 @@ export interface ScheduleItem {
   readonly payload: string;
   readonly maxAttempts?: number;
   readonly backoff?: BackoffPolicy;
+  readonly callbacks?: Callbacks;
   readonly overlap: OverlapPolicy;
   readonly jitterSeconds: number;
   readonly catchUp: CatchUpPolicy;
@@ -117,6 +119,7 @@ export function viewOfSchedule(item: ScheduleItem): ScheduleView {
       payload: JSON.parse(item.payload) as unknown,
       maxAttempts: item.maxAttempts,
       backoff: item.backoff,
+      ...(item.callbacks && { callbacks: item.callbacks }),
     },
     overlap: item.overlap,
     jitterSeconds: item.jitterSeconds,

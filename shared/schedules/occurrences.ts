@@ -23,6 +23,7 @@ export function occurrenceEvent(item: ScheduleItem, instant: number, now: number
     runAt,
     maxAttempts: item.maxAttempts,
     backoff: item.backoff,
+    ...(item.callbacks && { callbacks: item.callbacks }),
     // Every dispatcher derives the same event for the same instant, so a repeat is "existing", never a conflict.
     fingerprint: fingerprintOf([
       item.revision,
@@ -31,6 +32,8 @@ export function occurrenceEvent(item: ScheduleItem, instant: number, now: number
       runAt,
       item.maxAttempts,
       item.backoff,
+      // Only when set, so occurrences of schedules without callbacks keep their fingerprints.
+      ...(item.callbacks ? [item.callbacks] : []),
     ]),
     createdAt: now,
   };

@@ -1,6 +1,6 @@
 // zod as extended by @hono/zod-openapi, so these schemas also describe the public API.
 import { z } from "@hono/zod-openapi";
-import { backoffSchema, EVENT_TYPE } from "../events/schema.ts";
+import { backoffSchema, callbacksSchema, EVENT_TYPE } from "../events/schema.ts";
 import { SCHEDULE_ID } from "./occurrence-id.ts";
 
 export const eventTemplate = z
@@ -9,6 +9,8 @@ export const eventTemplate = z
     payload: z.unknown().default(null),
     maxAttempts: z.number().int().min(1).max(100).optional(),
     backoff: backoffSchema.optional(),
+    /** Every occurrence carries them: called with each occurrence's outcome. */
+    callbacks: callbacksSchema.optional(),
   })
   .strict();
 

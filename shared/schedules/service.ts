@@ -278,6 +278,7 @@ export class ScheduleService {
       payload: JSON.stringify(event.payload ?? null),
       ...(event.maxAttempts !== undefined && { maxAttempts: event.maxAttempts }),
       ...(event.backoff !== undefined && { backoff: event.backoff }),
+      ...(event.callbacks !== undefined && { callbacks: event.callbacks }),
       overlap: spec.overlap,
       jitterSeconds: spec.jitterSeconds,
       catchUp: spec.catchUp,

@@ -31,6 +31,7 @@ const TARGETS: [RegExp, string][] = [
   [/HourglassCacheAuth/, "cacheAuth"],
   [/HourglassWorkQueue(?!Dlq)/, "queue"],
   [/HourglassRedisPassword|external-redis/, "redisSecret"],
+  [/HourglassEventBus/, "eventBus"],
 ];
 
 /** Every action a function's role may take on each Hourglass resource. */
@@ -79,6 +80,7 @@ describe("least privilege (issue 9)", () => {
       queue: ["sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"],
       webhookSecret: SECRET,
       cacheAuth: SECRET,
+      eventBus: ["events:PutEvents"],
     });
     // No ledger, no webhook signing secret.
     expect(grantsOf(template, "Dispatcher")).toEqual({
@@ -86,6 +88,7 @@ describe("least privilege (issue 9)", () => {
       leases: ["dynamodb:GetItem", "dynamodb:UpdateItem"],
       queue: ["sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"],
       cacheAuth: SECRET,
+      eventBus: ["events:PutEvents"],
     });
     const worker = grantsOf(template, "Worker");
     expect(worker.events).toEqual(JOURNAL);
@@ -98,6 +101,7 @@ describe("least privilege (issue 9)", () => {
     ]);
     expect(worker.webhookSecret).toEqual(SECRET);
     expect(worker.cacheAuth).toEqual(SECRET);
+    expect(worker.eventBus).toEqual(["events:PutEvents"]);
     // The event source mapping's receive and delete; the worker never sends.
     expect(worker.queue).not.toContain("sqs:SendMessage");
     for (const fn of ["Api", "Dispatcher", "Worker"] as const) {

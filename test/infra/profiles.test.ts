@@ -116,7 +116,7 @@ describe("the lean profile", () => {
     const endpoints = Object.values(template.findResources("AWS::EC2::VPCEndpoint")).filter(
       (e) => e.Properties.VpcEndpointType === "Interface",
     );
-    expect(endpoints).toHaveLength(2);
+    expect(endpoints).toHaveLength(3); // SQS, Secrets Manager, EventBridge
     for (const endpoint of endpoints) expect(endpoint.Properties.SubnetIds).toHaveLength(1);
   });
 

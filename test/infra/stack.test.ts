@@ -120,9 +120,9 @@ describe("HourglassStack", () => {
     template.resourceCountIs("AWS::CloudWatch::Dashboard", 1);
   });
 
-  it("reaches the internet by default (a NAT gateway per AZ), with endpoints for DynamoDB, SQS and Secrets Manager", () => {
+  it("reaches the internet by default (a NAT gateway per AZ), with endpoints for DynamoDB, SQS, Secrets Manager and EventBridge", () => {
     template.resourceCountIs("AWS::EC2::NatGateway", 2);
-    template.resourceCountIs("AWS::EC2::VPCEndpoint", 3);
+    template.resourceCountIs("AWS::EC2::VPCEndpoint", 4);
   });
 
   it("drops deletion protection and retention when production is off", () => {
@@ -207,7 +207,7 @@ describe("handler functions", () => {
       { id: "AwsSolutions::AwsSolutions-L1", reason: "test function" },
     );
     const template = Template.fromStack(stack);
-    template.resourceCountIs("AWS::EC2::VPCEndpoint", 4);
+    template.resourceCountIs("AWS::EC2::VPCEndpoint", 5);
     const worker = Object.values(template.findResources("AWS::Lambda::Function")).find((f) =>
       JSON.stringify(f.Properties.Environment?.Variables ?? {}).includes("HOURGLASS_LAMBDA_TARGETS"),
     );

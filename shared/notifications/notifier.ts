@@ -1,0 +1,148 @@
+import type { Logger } from "../logger.ts";
+import type { TransitionNotice } from "./model.ts";
+
+/**
+ * Where the engine hands transitions. `publish` only appends to a buffer: it never waits, never
+ * throws and never fails the event it describes. Delivery happens in batches, off the event's path.
+ */
+export interface Notifier {
+  /** False for the no-op notifier: transition points may skip building notices. */
+  readonly enabled: boolean;
+  publish(notice: TransitionNotice): void;
+  /** Delivers what is buffered (Lambda calls this before the process freezes). Never throws. */
+  flush(): Promise<void>;
+  stats(): NotifierStats;
+  close(): Promise<void>;
+}
+
+export interface NotifierStats {
+  /** Notices delivered to every sink. */
+  readonly published: number;
+  /** Notices a sink refused or could not be reached for (logged). */
+  readonly failed: number;
+  /** Notices dropped because the buffer was full (the sinks were down for long). */
+  readonly dropped: number;
+}
+
+/** One destination: the per-tenant Redis stream, an EventBridge bus. Throws on failure. */
+export interface NotificationSink {
+  readonly name: string;
+  /** Delivers a batch; returns how many notices it could not deliver (it logs why). */
+  deliver(notices: readonly TransitionNotice[]): Promise<number>;
+}
+
+export const NO_NOTIFIER: Notifier = {
+  enabled: false,
+  publish() {},
+  async flush() {},
+  stats: () => ({ published: 0, failed: 0, dropped: 0 }),
+  async close() {},
+};
+
+export interface BufferedNotifierOptions {
+  readonly sinks: readonly NotificationSink[];
+  readonly logger: Logger;
+  /** How long a notice may wait for its batch. */
+  readonly flushMs: number;
+  /** A batch this big is delivered at once, without waiting for the timer. */
+  readonly batchSize: number;
+  /** At most this many notices wait; beyond it the oldest are dropped and counted. */
+  readonly maxBuffered: number;
+  /** Fills in the type of notices published without one, in one lookup per batch. */
+  readonly resolveTypes?: (notices: readonly TransitionNotice[]) => Promise<void>;
+  /** Called with the number of notices that could not be delivered (a CloudWatch metric on AWS). */
+  readonly onFailure?: (count: number) => void;
+}
+
+/**
+ * Buffers notices and delivers them in batches, one batch at a time, so notices reach every sink
+ * in the order they were published. A failing sink is logged and counted, never retried forever
+ * and never allowed to grow the buffer without bound.
+ */
+export class BufferedNotifier implements Notifier {
+  readonly enabled = true;
+  private buffer: TransitionNotice[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private chain: Promise<void> = Promise.resolve();
+  private counts = { published: 0, failed: 0, dropped: 0 };
+
+  constructor(private readonly options: BufferedNotifierOptions) {}
+
+  publish(notice: TransitionNotice): void {
+    this.buffer.push(notice);
+    if (this.buffer.length > this.options.maxBuffered) {
+      const excess = this.buffer.length - this.options.maxBuffered;
+      this.buffer.splice(0, excess);
+      this.counts.dropped += excess;
+      this.options.onFailure?.(excess);
+    }
+    if (this.buffer.length >= this.options.batchSize) {
+      this.schedule(0);
+    } else if (!this.timer) {
+      this.schedule(this.options.flushMs);
+    }
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, delayMs);
+    // A pending batch never keeps a process alive; close() and Lambda's flush() deliver it.
+    this.timer.unref();
+  }
+
+  flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    // One delivery at a time, in publish order; each flush takes what is buffered when it runs.
+    this.chain = this.chain.then(() => this.deliverBuffered());
+    return this.chain;
+  }
+
+  private async deliverBuffered(): Promise<void> {
+    while (this.buffer.length > 0) {
+      const batch = this.buffer.splice(0, this.options.batchSize);
+      try {
+        if (this.options.resolveTypes && batch.some((n) => n.type === undefined))
+          await this.options.resolveTypes(batch);
+      } catch (error) {
+        // Without its type a notice is still worth delivering: the rest of it is right.
+        this.options.logger.warn("notification types could not be looked up", { error: describe(error) });
+      }
+      let failed = 0;
+      for (const sink of this.options.sinks) {
+        try {
+          failed = Math.max(failed, await sink.deliver(batch));
+        } catch (error) {
+          failed = batch.length;
+          this.options.logger.warn("notifications not delivered", {
+            sink: sink.name,
+            count: batch.length,
+            error: describe(error),
+          });
+        }
+      }
+      this.counts.published += batch.length - failed;
+      if (failed > 0) {
+        this.counts.failed += failed;
+        this.options.onFailure?.(failed);
+      }
+    }
+  }
+
+  stats(): NotifierStats {
+    return { ...this.counts };
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+  }
+}
+
+export function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
