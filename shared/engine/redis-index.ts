@@ -127,7 +127,7 @@ export class RedisIndex {
         return (await runScript(
           this.client,
           "schedule",
-          [k.due, k.leased, k.body, k.meta, k.stats],
+          [k.due, k.leased, k.body, k.meta, k.stats, k.cancelled],
           args,
         )) as ScriptCode[];
       },

@@ -5,7 +5,7 @@ export type RedisClient = Redis | Cluster;
 
 /** Script name → how many of its arguments are keys. One `.lua` file per script, same name. */
 const SCRIPTS = {
-  schedule: 5,
+  schedule: 6,
   claim: 7,
   start: 4,
   ack: 4,

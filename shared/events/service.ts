@@ -358,6 +358,8 @@ export class EventService {
     );
     if (result.code === ScriptCode.CONFLICT)
       throw new EventStateConflictError(id, result.status, "reschedule");
+    // The type for the notification: a far event leaves the index, where the notifier looks it up.
+    let type: string | undefined;
     if (!journal) {
       if (result.code === ScriptCode.NOT_FOUND) throw new EventNotFoundError(id);
     } else {
@@ -376,7 +378,9 @@ export class EventService {
         // Still pending: a concurrent reschedule with a newer version got there first, and won.
         if (!PENDING_STATUSES.includes(error.existing.status))
           throw new EventStateConflictError(id, error.existing.status, "reschedule");
+        type = error.existing.type;
       }
+      type ??= item?.type;
       // Not in the index (far, or lost): index it at the new time if that is near; a far one
       // stays in the journal for the loader (restore.lua answers FAR and writes nothing).
       const nearMs = nearMsOf(config, true);
@@ -390,6 +394,7 @@ export class EventService {
       notify(this.deps, "rescheduled", {
         tenant,
         id,
+        ...(type !== undefined && { type }),
         attempt: "attempt" in result ? result.attempt : 0,
         runAt,
       });

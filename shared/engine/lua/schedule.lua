@@ -4,7 +4,13 @@
   event due beyond the near horizon (ARGV[4], see includes/horizon.lua) is left to the journal:
   nothing is written for it, and the dispatcher's loader promotes it ahead of time.
 
-  KEYS[1] due   KEYS[2] leased   KEYS[3] body   KEYS[4] meta   KEYS[5] stats
+  A member with a cancel tombstone is not indexed (TOMBSTONED): a cancel that reached the index
+  while this create was between its journal write and this script has answered, or will answer,
+  "cancelled" once the journal agrees, and the event must never start (invariant 4). If that cancel
+  instead finds no journal item (it answers 404 and drops its tombstone), the event is pending in
+  the journal only, and the recovery sweep indexes it.
+
+  KEYS[1] due   KEYS[2] leased   KEYS[3] body   KEYS[4] meta   KEYS[5] stats   KEYS[6] cancelled
   ARGV[1] now (ms)   ARGV[2] dispatchUntil (ms)   ARGV[3] dispatch lease (ms)
   ARGV[4] near horizon + margin (ms), or "" to index every event
   ARGV[5..] triples: member, runAt (ms), body
@@ -13,6 +19,7 @@
     1 SCHEDULED   waiting in `due`
     2 DISPATCHED  leased with gen 1; the caller must send it
     3 EXISTS      already indexed (idempotent repeat); nothing changed
+    12 TOMBSTONED a cancel got there first; not indexed
     13 FAR        due beyond the near horizon; not indexed (the journal holds it)
 ]]
 -- @include state
@@ -31,6 +38,8 @@ for i = 5, #ARGV, 3 do
   if redis.call("HEXISTS", KEYS[3], member) == 1 then
     -- Checked before the horizon: a leftover under a reused id is reported, far or near.
     codes[#codes + 1] = 3
+  elseif redis.call("ZSCORE", KEYS[6], member) then
+    codes[#codes + 1] = 12
   elseif limit and runAt > limit then
     codes[#codes + 1] = 13
   elseif runAt <= dispatchUntil then
