@@ -19,6 +19,8 @@ import { EventJournal } from "./journal/journal.ts";
 import { LeaseService } from "./leases/lease-service.ts";
 import { expiryScheduler, reservationExpiryHandler } from "./ledger/expiry.ts";
 import { StockLedger } from "./ledger/ledger-service.ts";
+import { FlowControl } from "./limits/flow-control.ts";
+import { LimitsStore } from "./limits/store.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { MetricsRecorder } from "./metrics-store/recorder.ts";
 import { Materializer } from "./schedules/materializer.ts";
@@ -67,6 +69,8 @@ export interface Hourglass {
   readonly worker: Worker;
   /** Per-minute throughput and lateness in Redis, read by `GET /v1/metrics`. */
   readonly metrics: MetricsRecorder;
+  /** Flow control: type limits (GET/PUT /v1/types/{type}/limits) and the per-tenant caps. */
+  readonly flow: FlowControl;
   close(): Promise<void>;
 }
 
@@ -117,6 +121,12 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     : undefined;
   const index = new RedisIndex(redis, config.keyPrefix, config.shards);
   const metrics = new MetricsRecorder(redis, config.keyPrefix, logger, options.clock ?? Date.now);
+  const flow = new FlowControl(
+    redis,
+    config,
+    config.journal ? new LimitsStore(dynamo, config.tables.leases) : undefined,
+    options.clock ?? Date.now,
+  );
   const deps: EngineDeps = {
     config,
     index,
@@ -126,6 +136,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     logger,
     clock: options.clock ?? Date.now,
     metrics,
+    flow,
   };
   const leases = config.journal ? new LeaseService(dynamo, config.tables.leases, deps.clock) : undefined;
   const events = new EventService(deps);
@@ -165,6 +176,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     ),
     worker: new Worker(deps, options.workerHooks),
     metrics,
+    flow,
     async close() {
       await metrics.flush();
       redis.disconnect();

@@ -17,6 +17,8 @@ export const METRIC = {
   retried: "Retried",
   deadLettered: "DeadLettered",
   dropped: "Dropped",
+  /** Messages whose event flow control held back (paused type, rate, concurrency): parked, not run. */
+  held: "Held",
 } as const;
 
 export function createMetrics(service: string): Metrics {
@@ -44,9 +46,10 @@ export function recordWork(metrics: Metrics, result: WorkResult) {
     retrying: METRIC.retried,
     dead: METRIC.deadLettered,
     dropped: METRIC.dropped,
+    held: METRIC.held,
   }[result.outcome];
   metrics.addMetric(counter, MetricUnit.Count, 1);
-  if (result.outcome !== "dropped" && result.lateMs !== undefined) {
+  if (result.outcome !== "dropped" && result.outcome !== "held" && result.lateMs !== undefined) {
     metrics.addMetric(METRIC.lateness, MetricUnit.Milliseconds, result.lateMs);
   }
 }

@@ -19,6 +19,13 @@ const SCRIPTS = {
   restore: 7,
   forget: 6,
   inspect: 4,
+  // Flow control (docs/flow-control.md): `hold` on a shard; the rest on a tenant's limits tag.
+  hold: 4,
+  admit: 1,
+  free: 1,
+  mirror: 1,
+  take: 1,
+  peek: 1,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -4,6 +4,7 @@ import { memberOf } from "../engine/keys.ts";
 import { idFactory } from "../ids.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { type JournalItem, PENDING_STATUSES, viewOf } from "../journal/item.ts";
+import type { HeldBy } from "../limits/model.ts";
 import { type EngineDeps, overlay, restoreEntryOf, viewFromIndex } from "./deps.ts";
 import {
   EventNotFoundError,
@@ -48,6 +49,13 @@ export interface TenantStats {
   readonly oldestOverdueMs: number;
   /** Events of this tenant the index holds (scheduled, retrying, dispatched, running, dead). */
   readonly indexSize: number;
+  /**
+   * Waiting events flow control holds back, by reason (they count as scheduled or retrying above,
+   * and never as overdue: held back is not late).
+   */
+  readonly heldBy: Partial<Record<HeldBy, number>>;
+  /** The same, per type. */
+  readonly heldByType: Record<string, Partial<Record<HeldBy, number>>>;
 }
 
 const LIVE: readonly EventStatus[] = ["scheduled", "dispatched", "running", "retrying", "dead"];
@@ -439,6 +447,9 @@ export class EventService {
     const shards = await Promise.all(
       Array.from({ length: this.deps.index.shards }, (_, shard) => this.deps.index.shardStats(shard)),
     );
+    const held = await Promise.all(
+      Array.from({ length: this.deps.index.shards }, (_, shard) => this.deps.index.heldCounts(shard)),
+    );
     // The caller's own oldest overdue event, never another tenant's (invariant 7).
     const oldest = await Promise.all(
       Array.from({ length: this.deps.index.shards }, (_, shard) =>
@@ -462,7 +473,18 @@ export class EventService {
     }
     for (const score of oldest)
       if (score !== undefined) oldestOverdueMs = Math.max(oldestOverdueMs, now - score);
-    return { byStatus, byType, oldestOverdueMs, indexSize };
+    const heldBy: Partial<Record<HeldBy, number>> = {};
+    const heldByType: Record<string, Partial<Record<HeldBy, number>>> = {};
+    for (const counts of held) {
+      for (const [field, count] of Object.entries(counts)) {
+        if (!field.startsWith(prefix)) continue;
+        const [, type, reason] = field.split("|") as [string, string, HeldBy];
+        heldBy[reason] = (heldBy[reason] ?? 0) + count;
+        heldByType[type] ??= {};
+        heldByType[type]![reason] = (heldByType[type]![reason] ?? 0) + count;
+      }
+    }
+    return { byStatus, byType, oldestOverdueMs, indexSize, heldBy, heldByType };
   }
 
   private requireJournal(operation: string) {

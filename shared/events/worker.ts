@@ -7,6 +7,7 @@ import { REDIS_TIME, type StartResult, type TransitionResult } from "../engine/r
 import { NonRetryableError } from "../handlers/errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { TERMINAL_STATUSES } from "../journal/item.ts";
+import type { Admission, AdmitRequest } from "../limits/flow-control.ts";
 import { parseOccurrenceId } from "../schedules/occurrence-id.ts";
 import { backoffDelay } from "./backoff.ts";
 import type { EngineDeps } from "./deps.ts";
@@ -14,7 +15,8 @@ import type { DispatchMessage } from "./model.ts";
 import { directDispatchHorizon } from "./pause.ts";
 import { sendOrRelease } from "./send.ts";
 
-export type WorkOutcome = "succeeded" | "retrying" | "dead" | "dropped";
+/** `held`: flow control held the event back (parked in the index until its limits allow it). */
+export type WorkOutcome = "succeeded" | "retrying" | "dead" | "dropped" | "held";
 
 export interface WorkResult {
   readonly outcome: WorkOutcome;
@@ -73,6 +75,8 @@ export class Worker {
    */
   private readonly starts: DataLoader<DispatchMessage, StartResult>;
   private readonly acks: DataLoader<DispatchMessage, TransitionResult>;
+  private readonly admissions: DataLoader<AdmitRequest, Admission> | undefined;
+  private readonly frees: DataLoader<AdmitRequest, void> | undefined;
 
   constructor(
     private readonly deps: EngineDeps,
@@ -93,6 +97,14 @@ export class Worker {
       batching,
     );
     this.acks = new DataLoader((messages) => deps.index.ackMany(messages), batching);
+    const flow = deps.flow;
+    if (flow) {
+      this.admissions = new DataLoader((requests) => flow.admit(requests), batching);
+      this.frees = new DataLoader(
+        async (requests) => (await flow.free(requests), requests.map(() => undefined)),
+        batching,
+      );
+    }
   }
 
   async process(message: DispatchMessage, deadline = Number.POSITIVE_INFINITY): Promise<WorkResult> {
@@ -115,6 +127,33 @@ export class Worker {
 
     const body = decodeBody(started.body);
     const { tenant, id } = parseMember(message.member);
+    // Flow control after start, so never-early and cancel are judged first and no token is
+    // spent on a message that would not run. Held back: parked in the index with the attempt
+    // given back, released by the dispatcher in due order when its limits allow.
+    const slot = { tenant, type: body.type, member: message.member };
+    const admission = await this.admissions?.load(slot);
+    if (admission && !admission.admitted) {
+      await this.deps.index.hold([message], admission.reason, "running");
+      logger.debug("event held back", { event: message.member, heldBy: admission.reason });
+      return { outcome: "held", reason: admission.reason };
+    }
+    try {
+      return await this.run(message, started, body, tenant, id, deadline);
+    } finally {
+      // Every outcome gives the slot back; a crash gives it back when its deadline passes.
+      await this.frees?.load(slot);
+    }
+  }
+
+  private async run(
+    message: DispatchMessage,
+    started: { attempt: number },
+    body: DecodedBody,
+    tenant: string,
+    id: string,
+    deadline: number,
+  ): Promise<WorkResult> {
+    const { config } = this.deps;
     const attempt = started.attempt;
     const maxAttempts = body.maxAttempts ?? config.retry.maxAttempts;
     const event = { message, tenant, id, attempt, lateMs: 0 };
@@ -130,7 +169,8 @@ export class Worker {
     const result = await (failure === undefined
       ? this.succeed(done)
       : this.fail(done, body, maxAttempts, failure));
-    this.deps.metrics?.finished(tenant, body.type, result.outcome);
+    // succeed and fail never hold an event back; only `process` does, before the handler.
+    this.deps.metrics?.finished(tenant, body.type, result.outcome as Exclude<WorkOutcome, "held">);
     return result;
   }
 

@@ -8,6 +8,7 @@ import type { WebhookSigning } from "../handlers/signing.ts";
 import type { Hourglass } from "../hourglass.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import type { StockLedger } from "../ledger/ledger-service.ts";
+import type { FlowControl } from "../limits/flow-control.ts";
 import type { Logger } from "../logger.ts";
 import { type Insights, insightsOf } from "../metrics-store/insights.ts";
 import type { ScheduleService } from "../schedules/service.ts";
@@ -22,6 +23,7 @@ import { mountLeaseRoutes } from "./routes/leases.ts";
 import { mountHealthRoute, mountOperationRoutes } from "./routes/operations.ts";
 import { mountScheduleRoutes } from "./routes/schedules.ts";
 import { mountStockRoutes } from "./routes/stock.ts";
+import { createsCap, mountTypeLimitRoutes } from "./routes/type-limits.ts";
 import { mountWebhookSecretRoutes } from "./routes/webhook-secret.ts";
 import { identifier, type TenantEnv, tenancy } from "./tenancy.ts";
 
@@ -49,6 +51,8 @@ export interface ApiDeps {
   readonly schedules?: ScheduleService | undefined;
   health(): Promise<HealthReport>;
   readonly admin?: AdminControl;
+  /** Type limits and the per-tenant caps; absent where an app is built without Redis. */
+  readonly flow?: FlowControl | undefined;
 }
 
 export function apiDeps(hourglass: Hourglass): ApiDeps {
@@ -63,6 +67,7 @@ export function apiDeps(hourglass: Hourglass): ApiDeps {
     schedules: hourglass.schedules,
     health: () => checkHealth(hourglass),
     admin: adminControl(hourglass),
+    flow: hourglass.flow,
   };
 }
 
@@ -97,6 +102,14 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   mountDocs(app);
   mountAdminRoutes(app, deps); // before tenancy: admin tokens name no tenant
   app.use("/v1/*", ...jsonBodies(deps.config.maxBodyBytes), tenancy(deps.config));
+  app.use(
+    "/v1/events",
+    createsCap(() => deps.flow),
+  );
+  app.use(
+    "/v1/events/batch",
+    createsCap(() => deps.flow),
+  );
   mountEventRoutes(app, deps.events);
   mountOperationRoutes(app, deps.events);
   mountLeaseRoutes(app, () => deps.leases ?? unavailable("leases"));
@@ -104,6 +117,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   mountWebhookSecretRoutes(app, () => deps.signing ?? unavailable("webhook signing"));
   mountDashboard(app, () => deps.insights ?? unavailable("metrics"));
   mountScheduleRoutes(app, () => deps.schedules ?? unavailable("recurring schedules"));
+  mountTypeLimitRoutes(app, () => deps.flow ?? unavailable("type limits"));
 
   app.notFound((c) =>
     sendProblem(c, problem("not-found", "No such route", 404, { detail: `${c.req.method} ${c.req.path}` })),

@@ -1,0 +1,123 @@
+import { ConditionalCheckFailedException, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBDocumentClient, GetCommand, paginateScan, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { LimitsVersionMismatchError } from "./errors.ts";
+import { noLimits, type StoredLimits, type TypeLimits } from "./model.ts";
+
+const PREFIX = "limits/";
+
+/**
+ * Limits in DynamoDB, the durable record, in the leases table (small items, read once a tick):
+ * one item per tenant and type, `pk = limits/<tenant>/<type>`. Tenants and types never contain
+ * `/`. Every write adds one to `version` and may be conditional on it (ZooKeeper's versioned set):
+ * only `ConditionalCheckFailedException` becomes a domain error, carrying the item as it stood.
+ */
+export class LimitsStore {
+  private readonly doc: DynamoDBDocumentClient;
+
+  constructor(
+    client: DynamoDBClient,
+    private readonly table: string,
+  ) {
+    this.doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  }
+
+  async get(tenant: string, type: string): Promise<StoredLimits> {
+    const { Item } = await this.doc.send(
+      new GetCommand({ TableName: this.table, Key: { pk: keyOf(tenant, type) }, ConsistentRead: true }),
+    );
+    return Item ? limitsOf(Item) : noLimits(tenant, type);
+  }
+
+  /**
+   * Replaces a type's limits. With `expectedVersion`, only when the stored version is that one
+   * (0: never written); without it, whatever the version.
+   */
+  async put(
+    tenant: string,
+    type: string,
+    limits: TypeLimits,
+    now: number,
+    expectedVersion?: number,
+  ): Promise<StoredLimits> {
+    const values: Record<string, unknown> = {
+      ":tenant": tenant,
+      ":type": type,
+      ":paused": limits.paused,
+      ":now": now,
+      ":zero": 0,
+      ":one": 1,
+    };
+    const set = ["tenant = :tenant", "#type = :type", "paused = :paused", "updatedAt = :now"];
+    const remove: string[] = [];
+    for (const field of ["ratePerSecond", "burst", "maxConcurrency"] as const) {
+      if (limits[field] === undefined) remove.push(field);
+      else {
+        set.push(`${field} = :${field}`);
+        values[`:${field}`] = limits[field];
+      }
+    }
+    set.push("version = if_not_exists(version, :zero) + :one");
+    let condition: string | undefined;
+    if (expectedVersion === 0) condition = "attribute_not_exists(pk)";
+    else if (expectedVersion !== undefined) {
+      condition = "version = :expected";
+      values[":expected"] = expectedVersion;
+    }
+    try {
+      const { Attributes } = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: keyOf(tenant, type) },
+          UpdateExpression: `SET ${set.join(", ")}${remove.length ? ` REMOVE ${remove.join(", ")}` : ""}`,
+          ConditionExpression: condition,
+          ExpressionAttributeNames: { "#type": "type" },
+          ExpressionAttributeValues: values,
+          ReturnValues: "ALL_NEW",
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        }),
+      );
+      return limitsOf(Attributes ?? {});
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) {
+        const current = error.Item ? limitsOf(unmarshall(error.Item)) : noLimits(tenant, type);
+        throw new LimitsVersionMismatchError(type, expectedVersion ?? 0, current);
+      }
+      throw error;
+    }
+  }
+
+  /** Every tenant's limits (for the dispatcher, once a tick). A scan of the limit items only. */
+  async list(): Promise<StoredLimits[]> {
+    const all: StoredLimits[] = [];
+    const pages = paginateScan(
+      { client: this.doc },
+      {
+        TableName: this.table,
+        FilterExpression: "begins_with(pk, :prefix)",
+        ExpressionAttributeValues: { ":prefix": PREFIX },
+        ConsistentRead: true,
+      },
+    );
+    for await (const page of pages) for (const item of page.Items ?? []) all.push(limitsOf(item));
+    return all;
+  }
+}
+
+function keyOf(tenant: string, type: string): string {
+  return `${PREFIX}${tenant}/${type}`;
+}
+
+function limitsOf(item: Record<string, unknown>): StoredLimits {
+  const number = (value: unknown) => (typeof value === "number" ? value : undefined);
+  return {
+    tenant: String(item.tenant),
+    type: String(item.type),
+    paused: item.paused === true,
+    ratePerSecond: number(item.ratePerSecond),
+    burst: number(item.burst),
+    maxConcurrency: number(item.maxConcurrency),
+    version: number(item.version) ?? 0,
+    updatedAt: number(item.updatedAt) ?? 0,
+  };
+}
