@@ -100,15 +100,15 @@ export class Worker {
     const flow = deps.flow;
     if (flow) {
       this.admissions = new DataLoader((requests) => flow.admit(requests), batching);
-      this.frees = new DataLoader(
-        async (requests) => (await flow.free(requests), requests.map(() => undefined)),
-        batching,
-      );
+      this.frees = new DataLoader(async (requests) => {
+        await flow.free(requests);
+        return requests.map(() => undefined);
+      }, batching);
     }
   }
 
   async process(message: DispatchMessage, deadline = Number.POSITIVE_INFINITY): Promise<WorkResult> {
-    const { config, logger } = this.deps;
+    const { logger } = this.deps;
     let started = await this.startWhenDue(message, message.runAt - this.deps.clock());
     // EARLY is judged by Redis's clock; timers fire early under load and clocks drift, so wait
     // out what Redis says is left, as often as it takes. Only the Lambda's deadline ends the

@@ -76,7 +76,10 @@ function maxOverlap(runs: Span[]): number {
   edges.sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!);
   let now = 0;
   let best = 0;
-  for (const [, delta] of edges) best = Math.max(best, (now += delta!));
+  for (const [, delta] of edges) {
+    now += delta!;
+    best = Math.max(best, now);
+  }
   return best;
 }
 
