@@ -43,7 +43,7 @@ const IfMatch = z.object({
     .string()
     .optional()
     .openapi({
-      param: { name: "If-Match", in: "header" },
+      param: { name: "if-match", in: "header" },
       description:
         'The ETag of the version this write replaces (`"0"` for a type never set). A stale one answers 412 and changes nothing. `*` or no header: whatever the version.',
     }),
