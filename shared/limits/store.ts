@@ -1,15 +1,20 @@
 import { ConditionalCheckFailedException, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient, GetCommand, paginateScan, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { LimitsVersionMismatchError } from "./errors.ts";
 import { noLimits, type StoredLimits, type TypeLimits } from "./model.ts";
 
 const PREFIX = "limits/";
+/** One item lists every tenant/type that ever had limits set (`~` is in no tenant), so the dispatcher reads them without a Scan. */
+const INDEX_KEY = "limits-index/~all";
+/** Point reads in flight while listing. */
+const READS_IN_FLIGHT = 16;
 
 /**
  * Limits in DynamoDB, the durable record, in the leases table (small items, read once a tick):
  * one item per tenant and type, `pk = limits/<tenant>/<type>`. Tenants and types never contain
- * `/`. Every write adds one to `version` and may be conditional on it (ZooKeeper's versioned set):
+ * `/`. An index item names every tenant/type ever set, so `list` is point reads (GetItem and
+ * UpdateItem are all the functions are granted on this table: no Scan). Every write adds one to `version` and may be conditional on it (ZooKeeper's versioned set):
  * only `ConditionalCheckFailedException` becomes a domain error, carrying the item as it stood.
  */
 export class LimitsStore {
@@ -58,6 +63,17 @@ export class LimitsStore {
       }
     }
     set.push("version = if_not_exists(version, :zero) + :one");
+    // Indexed first: a crash between the two writes leaves an index entry without limits (read as
+    // none), never limits the dispatcher cannot find.
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: INDEX_KEY },
+        UpdateExpression: "ADD #groups :group",
+        ExpressionAttributeNames: { "#groups": "groups" },
+        ExpressionAttributeValues: { ":group": new Set([`${tenant}/${type}`]) },
+      }),
+    );
     let condition: string | undefined;
     if (expectedVersion === 0) condition = "attribute_not_exists(pk)";
     else if (expectedVersion !== undefined) {
@@ -87,20 +103,21 @@ export class LimitsStore {
     }
   }
 
-  /** Every tenant's limits (for the dispatcher, once a tick). A scan of the limit items only. */
+  /** Every tenant's limits that were ever set (for the dispatcher, once a tick). */
   async list(): Promise<StoredLimits[]> {
-    const all: StoredLimits[] = [];
-    const pages = paginateScan(
-      { client: this.doc },
-      {
-        TableName: this.table,
-        FilterExpression: "begins_with(pk, :prefix)",
-        ExpressionAttributeValues: { ":prefix": PREFIX },
-        ConsistentRead: true,
-      },
+    const { Item } = await this.doc.send(
+      new GetCommand({ TableName: this.table, Key: { pk: INDEX_KEY }, ConsistentRead: true }),
     );
-    for await (const page of pages) for (const item of page.Items ?? []) all.push(limitsOf(item));
-    return all;
+    const groups = [...((Item?.groups as Set<string> | undefined) ?? [])];
+    const all: StoredLimits[] = [];
+    for (let i = 0; i < groups.length; i += READS_IN_FLIGHT) {
+      const slice = groups.slice(i, i + READS_IN_FLIGHT).map((group) => {
+        const slash = group.indexOf("/");
+        return this.get(group.slice(0, slash), group.slice(slash + 1));
+      });
+      all.push(...(await Promise.all(slice)));
+    }
+    return all.filter((limits) => limits.version > 0);
   }
 }
 
