@@ -258,7 +258,7 @@ export class EventService {
       return viewFromIndex(id, live, config.retry.maxAttempts);
     }
     if (!item) throw new EventNotFoundError(id);
-    return overlay(viewOf(item, config.retry.maxAttempts), live);
+    return this.heldNow(tenant, overlay(viewOf(item, config.retry.maxAttempts), live));
   }
 
   /** A page of a tenant's events, newest first, filtered by live status and type. */
@@ -441,6 +441,13 @@ export class EventService {
     return this.get(tenant, id);
   }
 
+  /** A held-back event of a type paused now is held by the pause, whatever parked it first. */
+  private async heldNow(tenant: string, view: EventView): Promise<EventView> {
+    if (!view.heldBy || view.heldBy === "paused" || !this.deps.flow) return view;
+    const paused = await this.deps.flow.pausedTypes(tenant, [view.type]);
+    return paused.has(view.type) ? { ...view, heldBy: "paused" } : view;
+  }
+
   /** Counts from the index's counters: O(shards), whatever the number of events. */
   async stats(tenant: string): Promise<TenantStats> {
     const now = this.deps.clock();
@@ -484,6 +491,17 @@ export class EventService {
         heldByType[type]![reason] = (heldByType[type]![reason] ?? 0) + count;
       }
     }
+    // A type paused now holds all its waiting events back, whatever parked them first.
+    const paused = (await this.deps.flow?.pausedTypes(tenant, Object.keys(heldByType))) ?? new Set<string>();
+    for (const type of paused) {
+      const counts = heldByType[type]!;
+      const total = Object.values(counts).reduce((sum, n) => sum + (n ?? 0), 0);
+      for (const [reason, n] of Object.entries(counts) as [HeldBy, number][])
+        heldBy[reason] = heldBy[reason]! - n;
+      heldBy.paused = (heldBy.paused ?? 0) + total;
+      heldByType[type] = { paused: total };
+    }
+    for (const reason of Object.keys(heldBy) as HeldBy[]) if (!heldBy[reason]) delete heldBy[reason];
     return { byStatus, byType, oldestOverdueMs, indexSize, heldBy, heldByType };
   }
 

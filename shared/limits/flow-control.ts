@@ -81,6 +81,16 @@ export class FlowControl {
     return stored;
   }
 
+  /**
+   * Which of a tenant's types are paused now, from the Redis mirror (what admission reads). An
+   * event parked for its rate or slots before its type was paused is then reported as paused.
+   */
+  async pausedTypes(tenant: string, types: readonly string[]): Promise<Set<string>> {
+    const keys = limitKeys(this.config.keyPrefix, tenant);
+    const flags = await Promise.all(types.map((type) => this.client.hget(keys.cfg(type), "paused")));
+    return new Set(types.filter((_, i) => flags[i] === "1"));
+  }
+
   /** Takes `n` creates from the tenant's bucket, or throws TenantRateLimitedError (HTTP 429). */
   async takeCreates(tenant: string, n: number): Promise<void> {
     const { createsPerSecond, createsBurst } = this.config.tenantLimits;
