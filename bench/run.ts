@@ -9,6 +9,7 @@ import {
   dispatchThroughput,
   enqueueBatch,
   enqueueSingle,
+  fairness,
   steady,
 } from "./hourglass.ts";
 import type { Lateness } from "./stats.ts";
@@ -143,6 +144,8 @@ try {
     row("steady 100/s, engine only", late(oursSteady), late(peerSteady), "", "p99 ≤ 100 ms, 0 early");
   }
 
+  await fairnessRow(); // issue 11: a small tenant beside a big one, all due at once
+
   // The full local stack: DynamoDB Local journal, fauxqs queue, the `npm start` runtime.
   {
     const { hourglass } = await benchHourglass("full", redisServer.url);
@@ -183,3 +186,16 @@ console.log("| what | Hourglass | BullMQ 6.7 | ratio | target |");
 console.log("|---|---|---|---|---|");
 for (const r of rows) console.log(`| ${r.join(" | ")} |`);
 process.exit(0);
+
+/** Issue 11's fairness figure: 100 events of one tenant beside 100,000 of another, engine only. */
+async function fairnessRow() {
+  const big = Math.round(100_000 * scale);
+  const result = await fairness(redisServer.url, big, 100, Math.max(8_000, big / 10));
+  row(
+    `fairness: 100 events beside ${big.toLocaleString("en-US")} of another tenant, all due at once, engine only`,
+    `small ${late(result.small)}; big ${ms(result.big)}${result.complete ? "" : " (INCOMPLETE)"}`,
+    "—",
+    "",
+    "small tenant keeps normal lateness (not met yet: docs/flow-control.md)",
+  );
+}
