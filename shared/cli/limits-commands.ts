@@ -6,9 +6,10 @@ import type { Output } from "./output.ts";
 
 type Context = (command: Command) => { client: HourglassClient; out: Output };
 
-/** A positive number, or `none` to remove that limit. */
+/** A positive number, or `none` to remove that limit (kept as the string: commander stores a null parse as the raw text). */
+const NONE = "none";
 const limit = (integer: boolean) => (value: string) => {
-  if (value === "none") return null;
+  if (value === NONE) return NONE;
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n)))
     throw new InvalidArgumentError(integer ? "a whole number above 0, or none" : "a number above 0, or none");
@@ -33,6 +34,12 @@ function describe({ limits, etag }: VersionedLimits): string {
     { version: `${limits.version} (ETag ${etag})` },
   );
   return table.toString();
+}
+
+/** The writable part of a type's limits (what a PUT takes). */
+function settable(limits: VersionedLimits["limits"]): LimitsInput {
+  const { type: _type, version: _version, updatedAt: _updatedAt, ...input } = limits;
+  return input;
 }
 
 /** `hourglass limits get|set|pause|resume TYPE`: the caller's own limits for one event type. */
@@ -62,8 +69,8 @@ export function addLimitsCommands(root: Command, context: Context): void {
       const { client, out } = context(command);
       const change = (current: LimitsInput): LimitsInput => {
         const next: Record<string, unknown> = options.replace ? {} : { ...current };
-        const apply = (field: keyof LimitsInput, value: number | null | undefined) => {
-          if (value === null) delete next[field];
+        const apply = (field: keyof LimitsInput, value: number | typeof NONE | undefined) => {
+          if (value === NONE) delete next[field];
           else if (value !== undefined) next[field] = value;
         };
         apply("ratePerSecond", options.rate);
@@ -73,7 +80,7 @@ export function addLimitsCommands(root: Command, context: Context): void {
         return next as LimitsInput;
       };
       const result = options.ifMatch
-        ? await client.setTypeLimits(type, change((await client.typeLimits(type)).limits), {
+        ? await client.setTypeLimits(type, change(settable((await client.typeLimits(type)).limits)), {
             ifMatch: options.ifMatch,
           })
         : await client.updateTypeLimits(type, change);
