@@ -184,3 +184,34 @@ export async function dispatchThroughput(redisUrl: string, n: number) {
   await hourglass.close();
   return perSecond;
 }
+
+/**
+ * Fairness (issue 11): `big` events of one tenant and `small` of another, all due at the same
+ * instant, engine only (Redis index, in-process transport, journal off). The small tenant's events
+ * are created last. Lateness of each tenant's starts.
+ */
+export async function fairness(redisUrl: string, big: number, small: number, leadMs: number) {
+  const { hourglass, samples } = await benchHourglass("engine", redisUrl);
+  const runtime = startRuntime(hourglass, { tickMs: 100 });
+  const dueAt = Date.now() + leadMs;
+  const payload = payloadOf(100);
+  const enqueue = async (tenant: string, n: number) => {
+    for (let i = 0; i < n; i += 500) {
+      await hourglass.events.scheduleBatch(
+        tenant,
+        Array.from({ length: Math.min(500, n - i) }, () => ({
+          type: "bench.noop",
+          payload,
+          runAt: new Date(dueAt).toISOString(),
+        })),
+      );
+    }
+  };
+  await enqueue("big", big);
+  await enqueue("small", small);
+  const complete = await until(() => samples.length >= big + small, 300_000);
+  await runtime.stop();
+  await hourglass.close();
+  const of = (tenant: string) => samples.filter((s) => s.member?.startsWith(`${tenant}/`));
+  return { small: lateness(of("small")), big: lateness(of("big")), complete };
+}

@@ -11,6 +11,7 @@ import {
   dispatchThroughput,
   enqueueBatch,
   enqueueSingle,
+  fairness,
   steady,
 } from "./hourglass.ts";
 import { httpBatchEnqueue } from "./http-enqueue.ts";
@@ -19,7 +20,17 @@ import type { Lateness } from "./stats.ts";
 import { bullWebhooks, hourglassWebhooks } from "./webhooks.ts";
 
 /** Groups of rows, each run with its peer; `--only` picks some. */
-const GROUPS = ["enqueue", "memory", "dispatch", "engine", "full", "holds", "http", "webhooks"] as const;
+const GROUPS = [
+  "enqueue",
+  "memory",
+  "dispatch",
+  "engine",
+  "fairness",
+  "full",
+  "holds",
+  "http",
+  "webhooks",
+] as const;
 
 /**
  * `npm run bench`: Hourglass beside BullMQ doing the same work on the same Redis in the same run.
@@ -187,6 +198,8 @@ try {
     row("steady 100/s, engine only", late(oursSteady), late(peerSteady), "", "p99 ≤ 100 ms, 0 early");
   }
 
+  if (selected("fairness")) await fairnessRow(); // issue 11: a small tenant beside a big one, all due at once
+
   // The full local stack: DynamoDB Local journal, fauxqs queue, the `npm start` runtime.
   if (selected("full")) {
     const { hourglass } = await benchHourglass("full", redisServer.url);
@@ -278,6 +291,8 @@ if (values.json) {
   console.log("|---|---|---|---|---|");
   for (const r of rows) console.log(`| ${r.join(" | ")} |`);
 }
+process.exit(0);
+
 /** Steady p99 with every transition published beside the same load with notifications off. */
 function notificationRow(result: Awaited<ReturnType<typeof notificationOverhead>>) {
   row(
@@ -286,5 +301,18 @@ function notificationRow(result: Awaited<ReturnType<typeof notificationOverhead>
     `off: ${ms(result.off)}`,
     `p99 ${Math.round(result.on.p99 - result.off.p99)} ms`,
     "publishing never slows the event",
+  );
+}
+
+/** Issue 11's fairness figure: 100 events of one tenant beside 100,000 of another, engine only. */
+async function fairnessRow() {
+  const big = Math.round(100_000 * scale);
+  const result = await fairness(redisServer.url, big, 100, Math.max(8_000, big / 10));
+  row(
+    `fairness: 100 events beside ${big.toLocaleString("en-US")} of another tenant, all due at once, engine only`,
+    `small ${late(result.small)}; big ${ms(result.big)}${result.complete ? "" : " (INCOMPLETE)"}`,
+    "—",
+    "",
+    "small tenant keeps normal lateness (not met yet: docs/flow-control.md)",
   );
 }

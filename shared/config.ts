@@ -84,6 +84,12 @@ const schema = z.object({
   HOURGLASS_LOOKAHEAD_SECONDS: int(0, 900).optional(),
   HOURGLASS_INDEX_HORIZON_SECONDS: int(1, 315_360_000).default(3_600),
   HOURGLASS_CLAIM_BATCH: int(1, 5_000).default(500),
+  // Per-tenant caps (docs/flow-control.md); 0 turns one off. A tenant cannot raise them.
+  HOURGLASS_TENANT_CREATES_PER_SECOND: int(0, 1_000_000).default(10_000),
+  HOURGLASS_TENANT_CREATES_BURST: int(500, 10_000_000).optional(),
+  // Off by default: with the in-process transport a burst of 20k events would otherwise wait
+  // for slots a tick at a time (see docs/flow-control.md).
+  HOURGLASS_TENANT_MAX_RUNNING: int(0, 1_000_000).default(0),
   HOURGLASS_DISPATCH_LEASE_SECONDS: int(1, 43_200).optional(),
   HOURGLASS_RUN_LEASE_MARGIN_MS: int(0, 600_000).default(30_000),
   HOURGLASS_HANDLER_TIMEOUT_SECONDS: int(1, 900).default(30),
@@ -202,6 +208,13 @@ export interface HourglassConfig {
    */
   readonly indexHorizonMs: number;
   readonly claimBatch: number;
+  /** Deployment-wide per-tenant caps (flow control); 0 means off. */
+  readonly tenantLimits: {
+    readonly createsPerSecond: number;
+    /** Creates a tenant may make at once; at least 500, so one batch always fits. */
+    readonly createsBurst: number;
+    readonly maxRunning: number;
+  };
   readonly dispatchLeaseMs: number;
   readonly handlerTimeoutMs: number;
   /** Added to the handler's timeout for the lease of a running event (time for the ack itself). */
@@ -334,6 +347,12 @@ export function loadConfig(
     lookAheadMs,
     indexHorizonMs: e.HOURGLASS_INDEX_HORIZON_SECONDS * 1000,
     claimBatch: e.HOURGLASS_CLAIM_BATCH,
+    tenantLimits: {
+      createsPerSecond: e.HOURGLASS_TENANT_CREATES_PER_SECOND,
+      createsBurst:
+        e.HOURGLASS_TENANT_CREATES_BURST ?? Math.max(500, 2 * e.HOURGLASS_TENANT_CREATES_PER_SECOND),
+      maxRunning: e.HOURGLASS_TENANT_MAX_RUNNING,
+    },
     dispatchLeaseMs: (e.HOURGLASS_DISPATCH_LEASE_SECONDS ?? defaults.dispatchLeaseSeconds) * 1000,
     handlerTimeoutMs: e.HOURGLASS_HANDLER_TIMEOUT_SECONDS * 1000,
     runLeaseMarginMs: e.HOURGLASS_RUN_LEASE_MARGIN_MS,

@@ -21,6 +21,8 @@ import { HoldAdmission } from "./ledger/admission.ts";
 import { expiryScheduler, reservationExpiryHandler } from "./ledger/expiry.ts";
 import { ledgerFacts } from "./ledger/ledger-facts.ts";
 import { StockLedger } from "./ledger/ledger-service.ts";
+import { FlowControl } from "./limits/flow-control.ts";
+import { LimitsStore } from "./limits/store.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { MetricsRecorder } from "./metrics-store/recorder.ts";
 import { createNotifier } from "./notifications/create.ts";
@@ -75,6 +77,8 @@ export interface Hourglass {
   readonly metrics: MetricsRecorder;
   /** Publishes every transition (Redis streams, EventBridge); Lambda flushes it before freezing. */
   readonly notifier: Notifier;
+  /** Flow control: type limits (GET/PUT /v1/types/{type}/limits) and the per-tenant caps. */
+  readonly flow: FlowControl;
   close(): Promise<void>;
 }
 
@@ -126,6 +130,12 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
   const index = new RedisIndex(redis, config.keyPrefix, config.shards);
   const metrics = new MetricsRecorder(redis, config.keyPrefix, logger, options.clock ?? Date.now);
   const notifier = options.notifier ?? createNotifier(config, index, logger);
+  const flow = new FlowControl(
+    redis,
+    config,
+    config.journal ? new LimitsStore(dynamo, config.tables.leases) : undefined,
+    options.clock ?? Date.now,
+  );
   const deps: EngineDeps = {
     config,
     index,
@@ -136,6 +146,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     clock: options.clock ?? Date.now,
     metrics,
     notifier,
+    flow,
   };
   const leases = config.journal ? new LeaseService(dynamo, config.tables.leases, deps.clock) : undefined;
   const events = new EventService(deps);
@@ -181,6 +192,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     worker: new Worker(deps, options.workerHooks),
     metrics,
     notifier,
+    flow,
     async close() {
       await metrics.flush();
       await notifier.close();

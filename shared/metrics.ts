@@ -19,6 +19,8 @@ export const METRIC = {
   deadLettered: "DeadLettered",
   dropped: "Dropped",
   notificationFailures: "NotificationFailures",
+  /** Messages whose event flow control held back (paused type, rate, concurrency): parked, not run. */
+  held: "Held",
 } as const;
 
 export function createMetrics(service: string): Metrics {
@@ -46,9 +48,10 @@ export function recordWork(metrics: Metrics, result: WorkResult) {
     retrying: METRIC.retried,
     dead: METRIC.deadLettered,
     dropped: METRIC.dropped,
+    held: METRIC.held,
   }[result.outcome];
   metrics.addMetric(counter, MetricUnit.Count, 1);
-  if (result.outcome !== "dropped" && result.lateMs !== undefined) {
+  if (result.outcome !== "dropped" && result.outcome !== "held" && result.lateMs !== undefined) {
     metrics.addMetric(METRIC.lateness, MetricUnit.Milliseconds, result.lateMs);
   }
 }

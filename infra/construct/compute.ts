@@ -110,7 +110,7 @@ export const TABLE_ACCESS = {
     "dynamodb:Query",
     "dynamodb:UpdateItem",
   ],
-  /** LeaseService (and the webhook signing rotation state): conditional updates and reads. */
+  /** LeaseService (and the webhook signing rotation state, and type limits with their index): conditional updates and point reads. */
   leases: ["dynamodb:GetItem", "dynamodb:UpdateItem"],
   /** The worker only reads a tenant's webhook signing state. */
   signingState: ["dynamodb:GetItem"],

@@ -6,6 +6,7 @@ import { type EventBody, HourglassApiError, HourglassClient } from "../client/cl
 import { addDashboardCommand } from "./dashboard-command.ts";
 import { importEvents } from "./import.ts";
 import { addLedgerCommands } from "./ledger-commands.ts";
+import { addLimitsCommands } from "./limits-commands.ts";
 import { addOpsCommands } from "./ops-commands.ts";
 import { checkRequiredOptions, need } from "./options.ts";
 import { eventDetails, eventTable, output, statsReport } from "./output.ts";
@@ -226,6 +227,7 @@ export function program(): Command {
   addDashboardCommand(root);
   addScheduleCommands(root, context);
   addOpsCommands(root, context);
+  addLimitsCommands(root, context);
   return root;
 }
 

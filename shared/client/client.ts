@@ -4,6 +4,7 @@ import type { RescheduleInput, ScheduleInput } from "../events/schema.ts";
 import type { Grant, State } from "../http/routes/leases.ts";
 import type { Schedule } from "../http/routes/schedules.ts";
 import type { Ledger, Reconcile, ReservationBody as Reservation, Stock } from "../http/routes/stock.ts";
+import type { TypeLimits } from "../http/routes/type-limits.ts";
 import type {
   BatchResponse,
   Event,
@@ -15,6 +16,7 @@ import type {
 } from "../http/schemas.ts";
 import { idFactory } from "../ids.ts";
 import type { HoldInput } from "../ledger/model.ts";
+import type { LimitsInput } from "../limits/model.ts";
 import type { CreateScheduleInput, PatchScheduleInput } from "../schedules/schema.ts";
 import { type SigV4Options, sigV4Signer } from "./sigv4.ts";
 
@@ -33,6 +35,12 @@ export type ReservationBody = z.infer<typeof Reservation>;
 export type LeaseGrantBody = z.infer<typeof Grant>;
 export type LeaseBody = z.infer<typeof State>;
 export type ScheduleBody = z.infer<typeof Schedule>;
+export type TypeLimitsBody = z.infer<typeof TypeLimits>;
+/** A type's limits and their version as the ETag to send back as `ifMatch`. */
+export interface VersionedLimits {
+  readonly limits: TypeLimitsBody;
+  readonly etag: string;
+}
 export interface SchedulePageBody {
   readonly schedules: ScheduleBody[];
   readonly cursor?: string;
@@ -269,6 +277,49 @@ export class HourglassClient {
     return this.call("get", "v1/stats/schedules");
   }
 
+  /** A type's limits (yours), with the ETag of their version. */
+  async typeLimits(type: string): Promise<VersionedLimits> {
+    return this.versioned("get", type);
+  }
+
+  /**
+   * Replaces a type's limits. With `ifMatch` (an ETag from `typeLimits`), a concurrent change
+   * fails with HourglassApiError 412 instead of being overwritten.
+   */
+  async setTypeLimits(
+    type: string,
+    limits: LimitsInput,
+    options: { ifMatch?: string } = {},
+  ): Promise<VersionedLimits> {
+    return this.versioned("put", type, limits, options.ifMatch);
+  }
+
+  /** Changes some of a type's limits, keeping the rest: read, change, write with If-Match, again on 412. */
+  async updateTypeLimits(
+    type: string,
+    change: (current: LimitsInput) => LimitsInput,
+  ): Promise<VersionedLimits> {
+    for (let attempt = 1; ; attempt++) {
+      const { limits, etag } = await this.typeLimits(type);
+      const { type: _type, version: _version, updatedAt: _updatedAt, ...current } = limits;
+      try {
+        return await this.setTypeLimits(type, change(current), { ifMatch: etag });
+      } catch (error) {
+        if (!(error instanceof HourglassApiError && error.status === 412) || attempt >= 5) throw error;
+      }
+    }
+  }
+
+  /** Stops starting events of a type; they stay scheduled (heldBy "paused") until `resumeType`. */
+  pauseType(type: string): Promise<VersionedLimits> {
+    return this.updateTypeLimits(type, (current) => ({ ...current, paused: true }));
+  }
+
+  /** Lets a paused type run again: the overdue events run in due order. */
+  resumeType(type: string): Promise<VersionedLimits> {
+    return this.updateTypeLimits(type, (current) => ({ ...current, paused: false }));
+  }
+
   health(): Promise<HealthBody> {
     return this.call("get", "health");
   }
@@ -282,6 +333,24 @@ export class HourglassClient {
       yield* page.events;
       cursor = page.cursor;
     } while (cursor);
+  }
+
+  private async versioned(
+    method: "get" | "put",
+    type: string,
+    json?: LimitsInput,
+    ifMatch?: string,
+  ): Promise<VersionedLimits> {
+    try {
+      const response = await this.http(`v1/types/${encodeURIComponent(type)}/limits`, {
+        method,
+        json,
+        headers: ifMatch ? { "if-match": ifMatch } : {},
+      });
+      return { limits: await response.json<TypeLimitsBody>(), etag: response.headers.get("etag") ?? "" };
+    } catch (error) {
+      throw await apiError(error);
+    }
   }
 
   private async call<T>(
@@ -298,15 +367,18 @@ export class HourglassClient {
     try {
       return await this.http(path, { method, json, searchParams }).json<T>();
     } catch (error) {
-      if (error instanceof HTTPError) {
-        const problem = (await error.response.json().catch(() => ({
-          type: "about:blank",
-          title: error.response.statusText,
-          status: error.response.status,
-        }))) as ProblemBody;
-        throw new HourglassApiError(error.response.status, problem);
-      }
-      throw error;
+      throw await apiError(error);
     }
   }
+}
+
+/** An HTTP error with a problem document becomes HourglassApiError; anything else is returned as is. */
+async function apiError(error: unknown): Promise<unknown> {
+  if (!(error instanceof HTTPError)) return error;
+  const problem = (await error.response.json().catch(() => ({
+    type: "about:blank",
+    title: error.response.statusText,
+    status: error.response.status,
+  }))) as ProblemBody;
+  return new HourglassApiError(error.response.status, problem);
 }

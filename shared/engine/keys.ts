@@ -57,6 +57,51 @@ export function shardKeys(prefix: string, shard: number): ShardKeys {
   };
 }
 
+/**
+ * Flow-control keys of one tenant (docs/flow-control.md). They share the tenant's own hash tag, so
+ * admit.lua decides for all of a tenant's types and its cap on running events in one slot. Unlike
+ * the index these are not the durable record: the limits live in DynamoDB and are mirrored here,
+ * and slots and buckets are rebuilt by use (a lost slot set frees its slots early, never loses work).
+ */
+export interface LimitKeys {
+  /** ZSET member → slot deadline (ms): the tenant's running events, for its cap. */
+  readonly running: string;
+  /** HASH {tokens, at}: the tenant's bucket of creates (API). */
+  readonly creates: string;
+  /** HASH {version, paused, rate, burst, max}: a type's limits, mirrored from DynamoDB. */
+  cfg(type: string): string;
+  /** HASH {tokens, at}: a type's rate bucket. */
+  bucket(type: string): string;
+  /** ZSET member → slot deadline (ms): a type's running events, for its maxConcurrency. */
+  slots(type: string): string;
+}
+
+export function limitKeys(prefix: string, tenant: string): LimitKeys {
+  const tag = `{${prefix}:limits:${tenant}}`;
+  return {
+    running: `${tag}:running`,
+    creates: `${tag}:creates`,
+    cfg: (type) => `${tag}:cfg:${type}`,
+    bucket: (type) => `${tag}:bucket:${type}`,
+    slots: (type) => `${tag}:slots:${type}`,
+  };
+}
+
+/** Per-shard flow-control keys (parking, see `park` in state.lua). The scripts build them from the tag. */
+export function heldKeys(prefix: string, shard: number) {
+  const tag = `{${prefix}:${shard}}`;
+  return {
+    /** HASH member → reason, for every parked event of the shard. */
+    holds: `${tag}:holds`,
+    /** HASH `tenant|type|reason` → count of parked events. */
+    heldcount: `${tag}:heldcount`,
+    /** SET of groups (`tenant|type`) that have parked events. */
+    heldgroups: `${tag}:heldgroups`,
+    /** ZSET member → runAt: a group's parked events. */
+    held: (group: string) => `${tag}:held:${group}`,
+  };
+}
+
 /** Tenants never contain `/`, so the first `/` splits a member back into tenant and id. */
 export function memberOf(tenant: string, id: string): string {
   return `${tenant}/${id}`;

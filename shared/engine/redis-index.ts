@@ -1,7 +1,7 @@
 import type { DispatchMessage } from "../events/model.ts";
 import { type LiveStatus, ScriptCode } from "./codes.ts";
 import { IndexCorruptError } from "./errors.ts";
-import { type ShardKeys, shardKeys, shardOf } from "./keys.ts";
+import { heldKeys, type ShardKeys, shardKeys, shardOf } from "./keys.ts";
 import { type RedisClient, runScript } from "./scripts.ts";
 
 export interface IndexEntry {
@@ -27,7 +27,22 @@ export type ClaimResult =
       readonly claimed: (DispatchMessage & { redelivered: boolean })[];
       /** Members whose entry could not be read, set aside by this claim (each reported once). */
       readonly quarantined: string[];
+      /** Events held back by flow control (parked) by this claim. */
+      readonly parked: number;
+      /** Per listed group (`tenant|type`), how many events it took. */
+      readonly taken: Map<string, number>;
     };
+
+import type { HeldBy } from "../limits/model.ts";
+
+export type { HeldBy } from "../limits/model.ts";
+
+/** A group's allowance for one claim (see claim.lua): at most `allowance` events, the rest held by `reason`. */
+export interface GroupAllowance {
+  readonly group: string;
+  readonly allowance: number;
+  readonly reason: HeldBy;
+}
 
 export type StartResult =
   | { readonly code: ScriptCode.OK; readonly attempt: number; readonly body: string }
@@ -72,6 +87,8 @@ export interface LiveState {
   readonly gen: number;
   readonly runAt: number;
   readonly body: string;
+  /** Set while flow control holds the event back. */
+  readonly heldBy?: HeldBy | undefined;
 }
 
 export interface ShardStats {
@@ -134,19 +151,33 @@ export class RedisIndex {
     );
   }
 
-  async claim(shard: number, now: number, dueUntil: number, limit: number, leaseMs: number) {
+  async claim(
+    shard: number,
+    now: number,
+    dueUntil: number,
+    limit: number,
+    leaseMs: number,
+    allowances: readonly GroupAllowance[] = [],
+  ) {
     const k = this.keys(shard);
+    const args: (string | number)[] = [now, dueUntil, limit, leaseMs, allowances.length];
+    for (const a of allowances) args.push(a.group, Math.max(0, Math.floor(a.allowance)), a.reason);
     const reply = (await runScript(
       this.client,
       "claim",
       [k.due, k.leased, k.body, k.meta, k.stats, k.epoch, k.quarantine],
-      [now, dueUntil, limit, leaseMs],
+      args,
     )) as Reply;
     if (reply[0] === ScriptCode.EPOCH_MISSING) return { epochMissing: true } as ClaimResult;
     const skip = Number(reply[1]);
-    const quarantined = reply.slice(2, 2 + skip).map(String);
+    const parked = Number(reply[2]);
+    const groups = Number(reply[3]);
+    const taken = new Map<string, number>();
+    for (let i = 4; i < 4 + 2 * groups; i += 2) taken.set(String(reply[i]), Number(reply[i + 1]));
+    const start = 4 + 2 * groups;
+    const quarantined = reply.slice(start, start + skip).map(String);
     const claimed: (DispatchMessage & { redelivered: boolean })[] = [];
-    for (let i = 2 + skip; i < reply.length; i += 5) {
+    for (let i = start + skip; i < reply.length; i += 5) {
       claimed.push({
         member: String(reply[i]),
         shard,
@@ -156,7 +187,7 @@ export class RedisIndex {
         redelivered: reply[i + 4] === 1,
       });
     }
-    return { epochMissing: false, claimed, quarantined } as ClaimResult;
+    return { epochMissing: false, claimed, quarantined, parked, taken } as ClaimResult;
   }
 
   async start(
@@ -189,6 +220,45 @@ export class RedisIndex {
           throw new IndexCorruptError("start", reply);
       }
     });
+  }
+
+  /**
+   * Holds dispatched events back (flow control refused to start them): each is parked until the
+   * dispatcher releases it. One call per shard; codes (OK, NOT_FOUND, STALE) in input order.
+   */
+  async hold(
+    messages: readonly DispatchMessage[],
+    reason: HeldBy,
+    from: "running" | "dispatched" = "running",
+  ): Promise<ScriptCode[]> {
+    return this.eachShard(
+      messages,
+      (m) => m.shard,
+      async (shard, batch) => {
+        const k = this.keys(shard);
+        const args: (string | number)[] = [reason, from];
+        for (const m of batch) args.push(m.member, m.gen);
+        return (await runScript(
+          this.client,
+          "hold",
+          [k.leased, k.body, k.meta, k.stats],
+          args,
+        )) as ScriptCode[];
+      },
+    );
+  }
+
+  /** The groups (`tenant|type`) with parked events in a shard. */
+  async heldGroups(shard: number): Promise<string[]> {
+    return this.client.smembers(heldKeys(this.prefix, shard).heldgroups);
+  }
+
+  /** Parked events of one shard by `tenant|type|reason`. */
+  async heldCounts(shard: number): Promise<Record<string, number>> {
+    const raw = await this.client.hgetall(heldKeys(this.prefix, shard).heldcount);
+    const counts: Record<string, number> = {};
+    for (const [field, count] of Object.entries(raw)) if (Number(count) > 0) counts[field] = Number(count);
+    return counts;
   }
 
   async ack(message: DispatchMessage): Promise<TransitionResult> {
@@ -476,6 +546,7 @@ export class RedisIndex {
       gen: Number(reply[3]),
       runAt: Number(reply[4]),
       body: String(reply[5]),
+      ...(reply[6] ? { heldBy: reply[6] as HeldBy } : {}),
     };
   }
 

@@ -26,6 +26,13 @@ const SCRIPTS = {
   hold_rebuild: 4,
   evict: 4,
   horizon: 3,
+  // Flow control (docs/flow-control.md): `hold` on a shard; the rest on a tenant's limits tag.
+  hold: 4,
+  admit: 1,
+  free: 1,
+  mirror: 1,
+  take: 1,
+  peek: 1,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -5,6 +5,7 @@ import type { LiveState, RedisIndex, RestoreEntry } from "../engine/redis-index.
 import type { HandlerRegistry } from "../handlers/registry.ts";
 import type { JournalItem } from "../journal/item.ts";
 import type { EventJournal } from "../journal/journal.ts";
+import type { FlowControl } from "../limits/flow-control.ts";
 import type { Logger } from "../logger.ts";
 import type { EngineMetrics } from "../metrics-store/recorder.ts";
 import type { Notifier } from "../notifications/notifier.ts";
@@ -27,6 +28,8 @@ export interface EngineDeps {
   readonly metrics?: EngineMetrics;
   /** Every transition is handed to it (shared/notifications); absent means none are published. */
   readonly notifier?: Notifier;
+  /** Flow control (type limits, tenant caps); absent in tests that build an engine without it. */
+  readonly flow?: FlowControl;
 }
 
 /** The index entry that re-creates a journal item's pending state. */
@@ -52,7 +55,13 @@ export function restoreEntryOf(item: JournalItem): RestoreEntry {
 export function overlay(view: EventView, live: LiveState | undefined): EventView {
   if (!live || view.status === "succeeded" || view.status === "dead" || view.status === "cancelled")
     return view;
-  return { ...view, status: live.status, attempts: live.attempt, runAt: live.runAt };
+  return {
+    ...view,
+    status: live.status,
+    attempts: live.attempt,
+    runAt: live.runAt,
+    ...(live.heldBy && { heldBy: live.heldBy }),
+  };
 }
 
 /** A view built from the index alone (engine-only mode). */
@@ -69,5 +78,6 @@ export function viewFromIndex(id: string, live: LiveState, defaultMaxAttempts: n
     payload: body.payload,
     createdAt: 0,
     updatedAt: 0,
+    ...(live.heldBy && { heldBy: live.heldBy }),
   };
 }

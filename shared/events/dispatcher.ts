@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { ScriptCode } from "../engine/codes.ts";
 import { memberOf, parseMember } from "../engine/keys.ts";
+import type { GroupAllowance } from "../engine/redis-index.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { type JournalItem, journalKey, payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
@@ -23,6 +24,8 @@ export interface TickReport {
   resynced: number;
   /** Index entries no script could read, set aside by this tick's claims. */
   quarantined: number;
+  /** Events flow control held back (parked) in this tick's claims: paused, out of rate or slots. */
+  held: number;
   /** Shards whose claims failed this tick; the other shards went on. */
   failedShards: number[];
   /** Events re-indexed from the journal by the recovery sweep or a rebuild. */
@@ -71,6 +74,7 @@ export class Dispatcher {
       forgotten: 0,
       resynced: 0,
       quarantined: 0,
+      held: 0,
       restored: 0,
       rebuiltShards: [],
       skippedGroups: 0,
@@ -94,6 +98,7 @@ export class Dispatcher {
     }
     // Paused by an operator: occurrences above are still created (accepted work), nothing is claimed.
     if (await isDispatchPaused(this.deps.index.client, config.keyPrefix)) return { ...report, paused: true };
+    const allowances = await this.allowances();
     // Every group and every shard on its own: one that fails (a lease table hiccup, an index entry
     // no script can read, a send that throws) is logged and retried next tick, and never stops the
     // others, nor the recovery sweep below (invariant 7).
@@ -126,7 +131,7 @@ export class Dispatcher {
             report.paused = true;
             return;
           }
-          await Promise.all(shards.map((shard) => this.drainSafely(shard, deadline, report)));
+          await Promise.all(shards.map((shard) => this.drainSafely(shard, deadline, report, allowances)));
         } finally {
           if (token !== undefined) await this.releaseGroup(group, token).catch(() => {});
         }
@@ -181,9 +186,37 @@ export class Dispatcher {
     return groups;
   }
 
-  private async drainSafely(shard: number, deadline: number, report: TickReport): Promise<void> {
+  /**
+   * This tick's flow-control allowances (docs/flow-control.md), shared by every shard's claims and
+   * spent as they take events. A failure is logged and dispatch goes on without them: the
+   * worker's admission still enforces every limit, it only costs a round trip to the queue.
+   */
+  private async allowances(): Promise<Map<string, GroupAllowance>> {
+    const { flow, index, logger } = this.deps;
+    const map = new Map<string, GroupAllowance>();
+    if (!flow) return map;
     try {
-      await this.drain(shard, deadline, report);
+      const parked = await Promise.all(
+        Array.from({ length: index.shards }, (_, shard) => index.heldGroups(shard)),
+      );
+      for (const allowance of await flow.allowances(new Set(parked.flat())))
+        map.set(allowance.group, allowance);
+    } catch (error) {
+      logger.error("flow-control allowances failed; admission at start still holds the limits", {
+        error: describe(error),
+      });
+    }
+    return map;
+  }
+
+  private async drainSafely(
+    shard: number,
+    deadline: number,
+    report: TickReport,
+    allowances: Map<string, GroupAllowance>,
+  ): Promise<void> {
+    try {
+      await this.drain(shard, deadline, report, allowances);
     } catch (error) {
       report.failedShards.push(shard);
       this.deps.logger.error("dispatch failed on a shard; the others go on", {
@@ -199,7 +232,12 @@ export class Dispatcher {
    * already restored (earliest due first) is dispatched while the rebuild goes on, and the rebuild
    * resumes in the next tick from the cursor it left in Redis.
    */
-  private async drain(shard: number, deadline: number, report: TickReport): Promise<void> {
+  private async drain(
+    shard: number,
+    deadline: number,
+    report: TickReport,
+    allowances: Map<string, GroupAllowance>,
+  ): Promise<void> {
     const { index, clock, config, journal } = this.deps;
     let rebuilding = journal !== undefined && (await index.rebuildCursor(shard)) !== undefined;
     while (clock() < deadline) {
@@ -215,6 +253,7 @@ export class Dispatcher {
         now + config.lookAheadMs,
         config.claimBatch,
         config.dispatchLeaseMs,
+        [...allowances.values()],
       );
       if (result.epochMissing) {
         report.rebuiltShards.push(shard);
@@ -238,14 +277,21 @@ export class Dispatcher {
           members: result.quarantined,
         });
       }
+      report.held += result.parked;
+      for (const [group, taken] of result.taken) {
+        const allowance = allowances.get(group);
+        if (allowance)
+          allowances.set(group, { ...allowance, allowance: Math.max(0, allowance.allowance - taken) });
+      }
       if (result.claimed.length === 0) {
-        // Quarantined entries took the room of claims, and a rebuild has pages left: go on.
-        if (result.quarantined.length > 0 || rebuilding) continue;
+        // Quarantined or held-back entries took the room of claims, or a rebuild has pages left: go on.
+        if (result.quarantined.length > 0 || result.parked > 0 || rebuilding) continue;
         return;
       }
       report.claimed += result.claimed.length;
       await this.send(result.claimed, now, report);
-      if (!rebuilding && result.claimed.length + result.quarantined.length < config.claimBatch) return;
+      const seen = result.claimed.length + result.quarantined.length + result.parked;
+      if (!rebuilding && seen < config.claimBatch) return;
     }
   }
 

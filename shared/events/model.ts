@@ -1,4 +1,5 @@
 import type { EventStatus } from "../engine/codes.ts";
+import type { HeldBy } from "../limits/model.ts";
 
 export type { EventStatus } from "../engine/codes.ts";
 
@@ -50,6 +51,8 @@ export interface EventView {
   readonly payload: unknown;
   readonly createdAt: number;
   readonly updatedAt: number;
+  /** Set while flow control holds the event back (its type is paused, or out of rate or slots). */
+  readonly heldBy?: HeldBy | undefined;
 }
 
 /** The message a dispatcher sends and a worker receives. Small on purpose: the body stays in Redis. */

@@ -4,6 +4,7 @@ import { memberOf } from "../engine/keys.ts";
 import { idFactory } from "../ids.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { type JournalItem, PENDING_STATUSES, payloadJsonOf, viewOf } from "../journal/item.ts";
+import type { HeldBy } from "../limits/model.ts";
 import { notify, notifyDispatched } from "../notifications/publish.ts";
 import { type EngineDeps, overlay, restoreEntryOf, viewFromIndex } from "./deps.ts";
 import {
@@ -50,6 +51,13 @@ export interface TenantStats {
   readonly oldestOverdueMs: number;
   /** Events of this tenant the index holds (scheduled, retrying, dispatched, running, dead). */
   readonly indexSize: number;
+  /**
+   * Waiting events flow control holds back, by reason (they count as scheduled or retrying above,
+   * and never as overdue: held back is not late).
+   */
+  readonly heldBy: Partial<Record<HeldBy, number>>;
+  /** The same, per type. */
+  readonly heldByType: Record<string, Partial<Record<HeldBy, number>>>;
 }
 
 const LIVE: readonly EventStatus[] = ["scheduled", "dispatched", "running", "retrying", "dead"];
@@ -268,7 +276,7 @@ export class EventService {
       return viewFromIndex(id, live, config.retry.maxAttempts);
     }
     if (!item) throw new EventNotFoundError(id);
-    return overlay(viewOf(item, config.retry.maxAttempts), live);
+    return this.heldNow(tenant, overlay(viewOf(item, config.retry.maxAttempts), live));
   }
 
   /** A page of a tenant's events, newest first, filtered by live status and type. */
@@ -486,11 +494,21 @@ export class EventService {
     return this.get(tenant, id);
   }
 
+  /** A held-back event of a type paused now is held by the pause, whatever parked it first. */
+  private async heldNow(tenant: string, view: EventView): Promise<EventView> {
+    if (!view.heldBy || view.heldBy === "paused" || !this.deps.flow) return view;
+    const paused = await this.deps.flow.pausedTypes(tenant, [view.type]);
+    return paused.has(view.type) ? { ...view, heldBy: "paused" } : view;
+  }
+
   /** Counts from the index's counters: O(shards), whatever the number of events. */
   async stats(tenant: string): Promise<TenantStats> {
     const now = this.deps.clock();
     const shards = await Promise.all(
       Array.from({ length: this.deps.index.shards }, (_, shard) => this.deps.index.shardStats(shard)),
+    );
+    const held = await Promise.all(
+      Array.from({ length: this.deps.index.shards }, (_, shard) => this.deps.index.heldCounts(shard)),
     );
     // The caller's own oldest overdue event, never another tenant's (invariant 7).
     const oldest = await Promise.all(
@@ -515,7 +533,29 @@ export class EventService {
     }
     for (const score of oldest)
       if (score !== undefined) oldestOverdueMs = Math.max(oldestOverdueMs, now - score);
-    return { byStatus, byType, oldestOverdueMs, indexSize };
+    const heldBy: Partial<Record<HeldBy, number>> = {};
+    const heldByType: Record<string, Partial<Record<HeldBy, number>>> = {};
+    for (const counts of held) {
+      for (const [field, count] of Object.entries(counts)) {
+        if (!field.startsWith(prefix)) continue;
+        const [, type, reason] = field.split("|") as [string, string, HeldBy];
+        heldBy[reason] = (heldBy[reason] ?? 0) + count;
+        heldByType[type] ??= {};
+        heldByType[type]![reason] = (heldByType[type]![reason] ?? 0) + count;
+      }
+    }
+    // A type paused now holds all its waiting events back, whatever parked them first.
+    const paused = (await this.deps.flow?.pausedTypes(tenant, Object.keys(heldByType))) ?? new Set<string>();
+    for (const type of paused) {
+      const counts = heldByType[type]!;
+      const total = Object.values(counts).reduce((sum, n) => sum + (n ?? 0), 0);
+      for (const [reason, n] of Object.entries(counts) as [HeldBy, number][])
+        heldBy[reason] = heldBy[reason]! - n;
+      heldBy.paused = (heldBy.paused ?? 0) + total;
+      heldByType[type] = { paused: total };
+    }
+    for (const reason of Object.keys(heldBy) as HeldBy[]) if (!heldBy[reason]) delete heldBy[reason];
+    return { byStatus, byType, oldestOverdueMs, indexSize, heldBy, heldByType };
   }
 
   private requireJournal(operation: string) {

@@ -7,6 +7,7 @@ import { REDIS_TIME, type StartResult, type TransitionResult } from "../engine/r
 import { NonRetryableError } from "../handlers/errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
+import type { Admission, AdmitRequest } from "../limits/flow-control.ts";
 import { callbackEventFor, type FinalOutcome } from "../notifications/callbacks.ts";
 import { notify, notifyDispatched } from "../notifications/publish.ts";
 import { parseOccurrenceId } from "../schedules/occurrence-id.ts";
@@ -17,7 +18,8 @@ import { directDispatchHorizon } from "./pause.ts";
 import { sendOrRelease } from "./send.ts";
 import { EventService } from "./service.ts";
 
-export type WorkOutcome = "succeeded" | "retrying" | "dead" | "dropped";
+/** `held`: flow control held the event back (parked in the index until its limits allow it). */
+export type WorkOutcome = "succeeded" | "retrying" | "dead" | "dropped" | "held";
 
 export interface WorkResult {
   readonly outcome: WorkOutcome;
@@ -76,6 +78,8 @@ export class Worker {
    */
   private readonly starts: DataLoader<DispatchMessage, StartResult>;
   private readonly acks: DataLoader<DispatchMessage, TransitionResult>;
+  private readonly admissions: DataLoader<AdmitRequest, Admission> | undefined;
+  private readonly frees: DataLoader<AdmitRequest, void> | undefined;
 
   constructor(
     private readonly deps: EngineDeps,
@@ -96,10 +100,18 @@ export class Worker {
       batching,
     );
     this.acks = new DataLoader((messages) => deps.index.ackMany(messages), batching);
+    const flow = deps.flow;
+    if (flow) {
+      this.admissions = new DataLoader((requests) => flow.admit(requests), batching);
+      this.frees = new DataLoader(async (requests) => {
+        await flow.free(requests);
+        return requests.map(() => undefined);
+      }, batching);
+    }
   }
 
   async process(message: DispatchMessage, deadline = Number.POSITIVE_INFINITY): Promise<WorkResult> {
-    const { config, logger } = this.deps;
+    const { logger } = this.deps;
     let started = await this.startWhenDue(message, message.runAt - this.deps.clock());
     // EARLY is judged by Redis's clock; timers fire early under load and clocks drift, so wait
     // out what Redis says is left, as often as it takes. Only the Lambda's deadline ends the
@@ -118,6 +130,42 @@ export class Worker {
 
     const body = decodeBody(started.body);
     const { tenant, id } = parseMember(message.member);
+    // Flow control after start, so never-early and cancel are judged first and no token is
+    // spent on a message that would not run. Held back: parked in the index with the attempt
+    // given back, released by the dispatcher in due order when its limits allow.
+    const slot = { tenant, type: body.type, member: message.member };
+    const admission = await this.admissions?.load(slot);
+    if (admission && !admission.admitted) {
+      const [parked] = await this.deps.index.hold([message], admission.reason, "running");
+      if (parked === ScriptCode.OK)
+        notify(this.deps, "held", {
+          tenant,
+          id,
+          type: body.type,
+          attempt: message.attempt,
+          heldBy: admission.reason,
+          status: message.attempt > 0 ? "retrying" : "scheduled",
+        });
+      logger.debug("event held back", { event: message.member, heldBy: admission.reason });
+      return { outcome: "held", reason: admission.reason };
+    }
+    try {
+      return await this.run(message, started, body, tenant, id, deadline);
+    } finally {
+      // Every outcome gives the slot back; a crash gives it back when its deadline passes.
+      await this.frees?.load(slot);
+    }
+  }
+
+  private async run(
+    message: DispatchMessage,
+    started: { attempt: number },
+    body: DecodedBody,
+    tenant: string,
+    id: string,
+    deadline: number,
+  ): Promise<WorkResult> {
+    const { config } = this.deps;
     const attempt = started.attempt;
     const maxAttempts = body.maxAttempts ?? config.retry.maxAttempts;
     const event = { message, tenant, id, attempt, lateMs: 0 };
@@ -133,7 +181,8 @@ export class Worker {
     const result = await (failure === undefined
       ? this.succeed(done, body)
       : this.fail(done, body, maxAttempts, failure));
-    this.deps.metrics?.finished(tenant, body.type, result.outcome);
+    // succeed and fail never hold an event back; only `process` does, before the handler.
+    this.deps.metrics?.finished(tenant, body.type, result.outcome as Exclude<WorkOutcome, "held">);
     return result;
   }
 

@@ -8,6 +8,7 @@ import type { WebhookSigning } from "../handlers/signing.ts";
 import type { Hourglass } from "../hourglass.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import type { StockLedger } from "../ledger/ledger-service.ts";
+import type { FlowControl } from "../limits/flow-control.ts";
 import type { Logger } from "../logger.ts";
 import { type Insights, insightsOf } from "../metrics-store/insights.ts";
 import { type NotificationStreams, notificationStreams } from "../notifications/stream-reader.ts";
@@ -24,6 +25,7 @@ import { mountHealthRoute, mountOperationRoutes } from "./routes/operations.ts";
 import { mountScheduleRoutes } from "./routes/schedules.ts";
 import { mountStockRoutes } from "./routes/stock.ts";
 import { mountStreamRoute } from "./routes/stream.ts";
+import { createsCap, mountTypeLimitRoutes } from "./routes/type-limits.ts";
 import { mountWebhookSecretRoutes } from "./routes/webhook-secret.ts";
 import { identifier, type TenantEnv, tenancy } from "./tenancy.ts";
 
@@ -53,6 +55,8 @@ export interface ApiDeps {
   readonly admin?: AdminControl;
   /** The tenants' notification streams (`GET /v1/events/stream`); absent: 501. */
   readonly streams?: NotificationStreams;
+  /** Type limits and the per-tenant caps; absent where an app is built without Redis. */
+  readonly flow?: FlowControl | undefined;
 }
 
 export function apiDeps(hourglass: Hourglass): ApiDeps {
@@ -68,6 +72,7 @@ export function apiDeps(hourglass: Hourglass): ApiDeps {
     health: () => checkHealth(hourglass),
     admin: adminControl(hourglass),
     streams: notificationStreams(hourglass.redis, hourglass.config.keyPrefix),
+    flow: hourglass.flow,
   };
 }
 
@@ -104,6 +109,14 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   app.use("/v1/*", ...jsonBodies(deps.config.maxBodyBytes), tenancy(deps.config));
   // Before the event routes, whose `/v1/events/{id}` would take `stream` for an id.
   mountStreamRoute(app, deps);
+  app.use(
+    "/v1/events",
+    createsCap(() => deps.flow),
+  );
+  app.use(
+    "/v1/events/batch",
+    createsCap(() => deps.flow),
+  );
   mountEventRoutes(app, deps.events);
   mountOperationRoutes(app, deps.events);
   mountLeaseRoutes(app, () => deps.leases ?? unavailable("leases"));
@@ -111,6 +124,7 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   mountWebhookSecretRoutes(app, () => deps.signing ?? unavailable("webhook signing"));
   mountDashboard(app, () => deps.insights ?? unavailable("metrics"));
   mountScheduleRoutes(app, () => deps.schedules ?? unavailable("recurring schedules"));
+  mountTypeLimitRoutes(app, () => deps.flow ?? unavailable("type limits"));
 
   app.notFound((c) =>
     sendProblem(c, problem("not-found", "No such route", 404, { detail: `${c.req.method} ${c.req.path}` })),

@@ -31,6 +31,10 @@ export const Event = z
     payload: z.unknown(),
     createdAt: z.string().datetime(),
     updatedAt: z.string().datetime(),
+    heldBy: z.enum(["paused", "rate", "concurrency"]).optional().openapi({
+      description:
+        "Present while flow control holds the event back: its type is paused, out of rate tokens or concurrency slots, or your tenant is at its cap of running events. Held back is not late.",
+    }),
     scheduleId: z
       .string()
       .optional()
@@ -95,6 +99,11 @@ export const Stats = z
     byType: z.record(z.string(), z.record(z.string(), z.number().int())),
     oldestOverdueMs: z.number().int(),
     indexSize: z.number().int(),
+    heldBy: z.record(z.string(), z.number().int()).openapi({
+      description:
+        'Waiting events flow control holds back, by reason ("paused" | "rate" | "concurrency"). They count as scheduled or retrying in byStatus, never as overdue.',
+    }),
+    heldByType: z.record(z.string(), z.record(z.string(), z.number().int())),
   })
   .openapi("Stats");
 

@@ -14,6 +14,7 @@ export function serializeEvent(view: EventView) {
     payload: view.payload,
     createdAt: new Date(view.createdAt).toISOString(),
     updatedAt: new Date(view.updatedAt).toISOString(),
+    ...(view.heldBy && { heldBy: view.heldBy }),
     ...occurrenceOf(view.id),
   };
 }

@@ -39,6 +39,8 @@ if status == "running" or status == "dead" then
 end
 
 redis.call("ZADD", KEYS[7], UNCONFIRMED, member)
+-- A held-back (parked) event leaves its group too.
+unpark(shardTag(KEYS[1]), member, body)
 redis.call("ZREM", KEYS[1], member)
 redis.call("ZREM", KEYS[2], member)
 redis.call("HDEL", KEYS[4], member)

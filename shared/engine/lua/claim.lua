@@ -7,15 +7,26 @@
   An entry whose meta cannot be read is moved to the quarantine (see `quarantine` in state.lua)
   instead of being claimed, so one bad entry never fails the shard's claims again.
 
+  Flow control (docs/flow-control.md): the caller lists the groups (`tenant|type`) that may take
+  only so many events now, each with its allowance and the reason to give the rest. Events of a
+  listed group beyond its allowance, or behind events of the group already held back, are parked
+  (see `park` in state.lua) instead of claimed: they leave `due`, so they never block another
+  group, and they stay in the index. Parked events are released first, in due order, as far as
+  their group's allowance goes; a group no longer listed has no limit left and is released in full.
+
   KEYS[1] due   KEYS[2] leased   KEYS[3] body   KEYS[4] meta   KEYS[5] stats   KEYS[6] epoch
   KEYS[7] quarantine
   ARGV[1] now (ms)   ARGV[2] dueUntil (ms)   ARGV[3] limit   ARGV[4] dispatch lease (ms)
+  ARGV[5] g, the number of listed groups, then g triples: group, allowance, reason
+          ("paused"|"rate"|"concurrency")
 
   Returns:
     {9}                          EPOCH_MISSING: the shard's index may be incomplete; rebuild first
-    {0, q, member1..member_q, member, runAt, attempt, gen, redelivered(0|1), ...}
-                                 OK: q members quarantined by this call, then five fields per
-                                 claimed event
+    {0, q, p, t, group1, taken1, .., group_t, taken_t, member1..member_q,
+     member, runAt, attempt, gen, redelivered(0|1), ...}
+                                 OK: q members quarantined and p events parked by this call, t
+                                 listed groups with how many events each took, then five fields
+                                 per claimed event
 ]]
 -- @include state
 
@@ -35,6 +46,20 @@ local quarantined = {}
 local leases = {}
 local metas = {}
 local fromDue = {}
+local tag = shardTag(KEYS[1])
+local allow, why, taken = {}, {}, {}
+local parked = 0
+for i = 6, 5 + 3 * tonumber(ARGV[5] or "0"), 3 do
+  allow[ARGV[i]] = tonumber(ARGV[i + 1])
+  why[ARGV[i]] = ARGV[i + 2]
+end
+
+local function take(group)
+  if allow[group] then
+    allow[group] = allow[group] - 1
+    taken[group] = (taken[group] or 0) + 1
+  end
+end
 
 local function claim(member, status, attempt, gen, runAt, version, redelivered)
   if not status then
@@ -69,13 +94,48 @@ for _, member in ipairs(expired) do
 end
 
 local room = limit - #expired
+-- Held-back events first, oldest first, as far as each group's allowance and the room go.
+for _, group in ipairs(redis.call("SMEMBERS", tag .. ":heldgroups")) do
+  if room <= 0 then
+    break
+  end
+  local n = math.min(allow[group] or room, room)
+  if n > 0 then
+    for _, member in ipairs(redis.call("ZRANGEBYSCORE", tag .. ":held:" .. group, "-inf", dueUntil, "LIMIT", 0, n)) do
+      local body = redis.call("HGET", KEYS[3], member)
+      redis.call("ZREM", tag .. ":held:" .. group, member)
+      unpark(tag, member, body)
+      local status, attempt, gen, runAt, version = readMeta(KEYS[4], member, 0)
+      claim(member, status, attempt, gen, runAt, version, 0)
+      take(group)
+      room = room - 1
+    end
+    if redis.call("EXISTS", tag .. ":held:" .. group) == 0 then
+      redis.call("SREM", tag .. ":heldgroups", group)
+    end
+  end
+end
+
 if room > 0 then
   local due = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", dueUntil, "WITHSCORES", "LIMIT", 0, room)
   for i = 1, #due, 2 do
     local member, runAt = due[i], tonumber(due[i + 1])
     local status, attempt, gen, _, version = readMeta(KEYS[4], member, runAt)
     fromDue[#fromDue + 1] = member
-    claim(member, status, attempt, gen, runAt, version, 0)
+    local body = status and redis.call("HGET", KEYS[3], member)
+    local group = body and groupOf(member, body)
+    local left = group and allow[group]
+    if left and (left <= 0 or redis.call("EXISTS", tag .. ":held:" .. group) == 1) then
+      -- Held back: behind its group's allowance, or behind events of its group already waiting.
+      local waiting = park(tag, KEYS[2], KEYS[4], member, body, attempt, gen, runAt, version, why[group])
+      countStats(member, body, status, waiting)
+      parked = parked + 1
+    else
+      claim(member, status, attempt, gen, runAt, version, 0)
+      if group then
+        take(group)
+      end
+    end
   end
 end
 
@@ -89,7 +149,12 @@ if #leases > 0 then
   callInSlices("ZADD", KEYS[2], leases)
 end
 flushStats(KEYS[5])
-local reply = {0, #quarantined}
+local reply = {0, #quarantined, parked, 0}
+for group, n in pairs(taken) do
+  reply[#reply + 1] = group
+  reply[#reply + 1] = n
+  reply[4] = reply[4] + 1
+end
 for _, member in ipairs(quarantined) do
   reply[#reply + 1] = member
 end

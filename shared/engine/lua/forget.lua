@@ -19,6 +19,7 @@ end
 -- An unreadable meta has no status to count down from.
 local status = readMeta(KEYS[5], member, 0)
 
+unpark(shardTag(KEYS[1]), member, body)
 redis.call("ZREM", KEYS[1], member)
 redis.call("ZREM", KEYS[2], member)
 redis.call("ZREM", KEYS[3], member)

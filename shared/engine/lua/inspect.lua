@@ -5,7 +5,8 @@
   ARGV[1] member
 
   Returns:
-    {0, status, attempt, gen, runAt, body}   OK
+    {0, status, attempt, gen, runAt, body, heldBy}   OK; heldBy is "" unless the event is held
+                                                     back by flow control (parked)
     {4}                                      NOT_FOUND (or unreadable: the next claim quarantines it)
 ]]
 -- @include state
@@ -20,4 +21,4 @@ local status, attempt, gen, runAt = readMeta(KEYS[4], member, tonumber(dueScore 
 if not status then
   return {4}
 end
-return {0, status, attempt, gen, runAt, body}
+return {0, status, attempt, gen, runAt, body, redis.call("HGET", shardTag(KEYS[1]) .. ":holds", member) or ""}

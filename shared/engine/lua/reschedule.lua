@@ -44,6 +44,9 @@ else
   version = tonumber(ARGV[6])
 end
 
+-- A held-back (parked) event leaves its group: it is moved like any waiting event, and its new
+-- time is judged by the limits again when it is claimed.
+unpark(shardTag(KEYS[1]), member, body)
 if runAt <= tonumber(ARGV[4]) then
   writeMeta(KEYS[4], member, "dispatched", attempt, gen + 1, runAt, version)
   redis.call("ZREM", KEYS[1], member)

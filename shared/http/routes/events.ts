@@ -35,7 +35,7 @@ const scheduleRoute = createRoute({
   responses: {
     201: json(ScheduledEvent, "Scheduled"),
     200: json(ScheduledEvent, "Already scheduled with the same content (idempotent repeat)"),
-    ...problems(400, 409, 413, 415, 422, 503),
+    ...problems(400, 409, 413, 415, 422, 429, 503),
   },
 });
 
@@ -46,7 +46,7 @@ const batchRoute = createRoute({
   summary: "Schedule up to 500 events",
   description: "Each item gets its own result, in order; one bad item does not stop the others.",
   request: { body: { content: { "application/json": { schema: BatchRequest } }, required: true } },
-  responses: { 200: json(BatchResponse, "One result per item"), ...problems(400, 413, 415, 422, 503) },
+  responses: { 200: json(BatchResponse, "One result per item"), ...problems(400, 413, 415, 422, 429, 503) },
 });
 
 const getRoute = createRoute({

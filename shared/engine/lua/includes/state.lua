@@ -41,6 +41,60 @@ local function writeMeta(metaKey, member, status, attempt, gen, runAt, version)
   redis.call("HSET", metaKey, member, formatMeta(status, attempt, gen, runAt, version))
 end
 
+-- Parking (flow control, see docs/flow-control.md). An event held back by its type's limits
+-- (paused, out of rate tokens, no concurrency slot) or its tenant's cap leaves `due` so it never
+-- blocks the head of the shard for anyone else, yet stays in the index: it waits in `leased` at
+-- PARKED (a score no lease deadline reaches, so no expiry sweep redelivers it) with its waiting
+-- status (scheduled|retrying) and runAt in its meta, and in its group's `held:<tenant>|<type>`
+-- zset by runAt, from which claim.lua releases it in due order. cancel, reschedule, forget and
+-- quarantine unpark it. Every held-back key lives under the shard's own hash tag.
+local PARKED = 8e15
+
+-- The shard's key prefix (its hash tag), from any of its keys: everything before the last ":".
+local function shardTag(key)
+  return string.match(key, "^(.*):[^:]*$")
+end
+
+local function groupOf(member, body)
+  return (string.match(member, "^([^/]*)/") or "") .. "|" .. (string.match(body, "^([^\n]*)") or "")
+end
+
+-- Takes a parked event out of its group's zset and the holds; returns its reason, or false when it
+-- was not parked. The caller moves it on (or removes it).
+local function unpark(tag, member, body)
+  local reason = redis.call("HGET", tag .. ":holds", member)
+  if not reason then
+    return false
+  end
+  local group = groupOf(member, body or "")
+  redis.call("HDEL", tag .. ":holds", member)
+  redis.call("HINCRBY", tag .. ":heldcount", group .. "|" .. reason, -1)
+  local heldKey = tag .. ":held:" .. group
+  redis.call("ZREM", heldKey, member)
+  if redis.call("EXISTS", heldKey) == 0 then
+    redis.call("SREM", tag .. ":heldgroups", group)
+  end
+  return reason
+end
+
+-- Parks an event with `reason`; the gen goes up, so a message already sent for it is stale.
+-- Returns the waiting status it now has, for the caller's stats move.
+local function park(tag, leasedKey, metaKey, member, body, attempt, gen, runAt, version, reason)
+  local waiting = "scheduled"
+  if attempt > 0 then
+    waiting = "retrying"
+  end
+  unpark(tag, member, body)
+  writeMeta(metaKey, member, waiting, attempt, gen + 1, runAt, version)
+  redis.call("ZADD", leasedKey, PARKED, member)
+  local group = groupOf(member, body)
+  redis.call("ZADD", tag .. ":held:" .. group, runAt, member)
+  redis.call("SADD", tag .. ":heldgroups", group)
+  redis.call("HSET", tag .. ":holds", member, reason)
+  redis.call("HINCRBY", tag .. ":heldcount", group .. "|" .. reason, 1)
+  return waiting
+end
+
 -- Sets an entry the engine cannot read aside, so it never fails its shard again: it leaves the
 -- sorted sets, and its body and raw meta move to the shard's quarantine hash (`reason\nmeta\nbody`)
 -- for an operator to inspect. It is counted as `quarantined` in its tenant's stats. The journal
@@ -48,6 +102,7 @@ end
 local function quarantine(k, member, reason)
   local body = redis.call("HGET", k.body, member) or ""
   local meta = redis.call("HGET", k.meta, member) or ""
+  unpark(shardTag(k.due), member, body)
   redis.call("HSET", k.quarantine, member, reason .. "\n" .. meta .. "\n" .. body)
   redis.call("ZREM", k.due, member)
   redis.call("ZREM", k.leased, member)
@@ -103,3 +158,4 @@ local function callInSlices(command, key, args)
     redis.call(command, key, unpack(args, i, math.min(i + slice - 1, #args)))
   end
 end
+
