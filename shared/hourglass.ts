@@ -107,7 +107,6 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
       },
       timeoutMs: config.webhook.timeoutMs,
     }),
-    reservationExpiryHandler(() => ledger!),
     ...lambdaTargets(config),
     ...(options.handlers ?? []),
   ]);
@@ -135,6 +134,8 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
         clock: deps.clock,
       })
     : undefined;
+  // Registered once the ledger exists: the ledger needs the event service, which needs the registry.
+  if (ledger) registry.register(reservationExpiryHandler(ledger));
   const scheduleDeps = config.journal
     ? { config, store: new ScheduleStore(dynamo, config.tables.schedules), events, logger, clock: deps.clock }
     : undefined;

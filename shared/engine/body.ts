@@ -1,4 +1,4 @@
-import type { BackoffPolicy } from "../events/model.ts";
+import type { BackoffPolicy } from "../model/event.ts";
 
 /**
  * The immutable part of an event, as the index stores it: `type\n{json}`. The type comes first

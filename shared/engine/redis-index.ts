@@ -1,5 +1,6 @@
-import type { DispatchMessage } from "../events/model.ts";
-import { type LiveStatus, ScriptCode } from "./codes.ts";
+import type { DispatchMessage } from "../model/message.ts";
+import type { LiveStatus } from "../model/status.ts";
+import { ScriptCode } from "./codes.ts";
 import { IndexCorruptError } from "./errors.ts";
 import { type ShardKeys, shardKeys, shardOf } from "./keys.ts";
 import { type RedisClient, runScript } from "./scripts.ts";

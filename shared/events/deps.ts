@@ -7,8 +7,8 @@ import type { JournalItem } from "../journal/item.ts";
 import type { EventJournal } from "../journal/journal.ts";
 import type { Logger } from "../logger.ts";
 import type { EngineMetrics } from "../metrics-store/recorder.ts";
+import type { EventView } from "../model/event.ts";
 import type { Transport } from "../transport/transport.ts";
-import type { EventView } from "./model.ts";
 import { indexRunAt } from "./run-at.ts";
 
 /** What the event service, dispatcher and worker are built from. */

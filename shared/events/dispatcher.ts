@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { ScriptCode } from "../engine/codes.ts";
-import { memberOf, parseMember } from "../engine/keys.ts";
+import { deploymentKeys, memberOf, parseMember } from "../engine/keys.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { type JournalItem, journalKey, TERMINAL_STATUSES } from "../journal/item.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
+import { type DispatchMessage, inlinePayload } from "../model/message.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
-import { type DispatchMessage, inlinePayload } from "./model.ts";
 import { isDispatchPaused } from "./pause.ts";
 import { indexRunAt } from "./run-at.ts";
 import { sendOrRelease } from "./send.ts";
@@ -336,7 +336,7 @@ export class Dispatcher {
     if (!this.deps.journal) return false;
     const { index, config } = this.deps;
     const won = await index.client.set(
-      `${config.keyPrefix}:recovery-throttle`,
+      deploymentKeys(config.keyPrefix).recoveryThrottle,
       "1",
       "PX",
       config.recovery.everyMs,

@@ -2,24 +2,18 @@ import { encodeBody } from "../engine/body.ts";
 import { ScriptCode } from "../engine/codes.ts";
 import { memberOf } from "../engine/keys.ts";
 import { idFactory } from "../ids.ts";
-import { JournalConditionError } from "../journal/errors.ts";
+import { JournalConditionError, JournalRequiredError } from "../journal/errors.ts";
 import { type JournalItem, PENDING_STATUSES, viewOf } from "../journal/item.ts";
+import type { EventView, NewEvent, ScheduleResult } from "../model/event.ts";
+import { type DispatchMessage, inlinePayload } from "../model/message.ts";
+import type { EventStatus } from "../model/status.ts";
 import { type EngineDeps, overlay, restoreEntryOf, viewFromIndex } from "./deps.ts";
 import {
   EventNotFoundError,
   EventStateConflictError,
   EventValidationError,
   IdempotencyConflictError,
-  JournalRequiredError,
 } from "./errors.ts";
-import {
-  type DispatchMessage,
-  type EventStatus,
-  type EventView,
-  inlinePayload,
-  type NewEvent,
-  type ScheduleResult,
-} from "./model.ts";
 import { directDispatchHorizon } from "./pause.ts";
 import { indexRunAt } from "./run-at.ts";
 import { sendOrRelease } from "./send.ts";

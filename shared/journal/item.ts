@@ -1,4 +1,5 @@
-import type { BackoffPolicy, EventStatus, EventView, NewEvent } from "../events/model.ts";
+import type { BackoffPolicy, EventView, NewEvent } from "../model/event.ts";
+import type { EventStatus } from "../model/status.ts";
 
 /** Journal statuses: the live statuses `dispatched` and `running` exist only in the index. */
 export type JournalStatus = Extract<

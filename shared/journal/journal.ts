@@ -15,7 +15,7 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import DataLoader from "dataloader";
-import type { NewEvent } from "../events/model.ts";
+import type { NewEvent } from "../model/event.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { JournalConditionError } from "./errors.ts";
 import { type JournalItem, type JournalStatus, journalKey, PENDING_STATUSES, toJournalItem } from "./item.ts";

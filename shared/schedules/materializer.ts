@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { HourglassConfig } from "../config.ts";
 import { IdempotencyConflictError } from "../events/errors.ts";
-import type { NewEvent } from "../events/model.ts";
 import type { EventService } from "../events/service.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import type { Logger } from "../logger.ts";
+import type { NewEvent } from "../model/event.ts";
 import { between, type Evaluator, evaluator } from "./evaluate.ts";
 import { type ScheduleItem, specOf } from "./model.ts";
 import { cancelEvents, isFinished, occurrenceEvent } from "./occurrences.ts";

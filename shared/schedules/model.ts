@@ -1,4 +1,4 @@
-import type { BackoffPolicy } from "../events/model.ts";
+import type { BackoffPolicy } from "../model/event.ts";
 
 export type OverlapPolicy = "allow" | "skip";
 export type CatchUpPolicy = "latest" | "all" | "none";

@@ -1,6 +1,7 @@
 import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import type { DispatchMessage } from "../events/model.ts";
-import { delaySecondsFor, encodeMessage, type SendReport, type Transport } from "./transport.ts";
+import type { DispatchMessage } from "../model/message.ts";
+import { encodeMessage } from "../model/message.ts";
+import { delaySecondsFor, type SendReport, type Transport } from "./transport.ts";
 
 /**
  * SQS's own limits, enforced here because the local emulator is more lenient (it takes 1 MiB

@@ -4,7 +4,7 @@ import { defineHandler } from "../../shared/handlers/registry.ts";
 import { type Runtime, startRuntime } from "../../shared/local/runtime.ts";
 import { between, evaluator } from "../../shared/schedules/evaluate.ts";
 import { Materializer } from "../../shared/schedules/materializer.ts";
-import { parseOccurrenceId } from "../../shared/schedules/occurrence-id.ts";
+import { parseOccurrenceId } from "../../shared/model/occurrence-id.ts";
 import { materializeHorizonMs } from "../../shared/schedules/service.ts";
 import { ScheduleStore } from "../../shared/schedules/store.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
