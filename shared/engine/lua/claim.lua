@@ -7,25 +7,20 @@
   An entry whose meta cannot be read is moved to the quarantine (see `quarantine` in state.lua)
   instead of being claimed, so one bad entry never fails the shard's claims again.
 
-  KEYS[1] due   KEYS[2] leased   KEYS[3] body   KEYS[4] meta   KEYS[5] stats   KEYS[6] epoch
-  KEYS[7] quarantine
+  KEYS  K.due  K.leased  K.body  K.meta  K.stats  K.epoch  K.quarantine   (declared by name in scripts.ts)
   ARGV[1] now (ms)   ARGV[2] dueUntil (ms)   ARGV[3] limit   ARGV[4] dispatch lease (ms)
 
   Returns:
-    {9}                          EPOCH_MISSING: the shard's index may be incomplete; rebuild first
-    {0, q, member1..member_q, member, runAt, attempt, gen, redelivered(0|1), ...}
-                                 OK: q members quarantined by this call, then five fields per
-                                 claimed event
+    {EPOCH_MISSING}   the shard's index may be incomplete; rebuild first
+    {OK, q, member1..member_q, member, runAt, attempt, gen, redelivered(0|1), ...}
+                      q members quarantined by this call, then five fields per claimed event
 ]]
 -- @include state
 
-if redis.call("EXISTS", KEYS[6]) == 0 then
-  return {9}
+if redis.call("EXISTS", K.epoch) == 0 then
+  return {CODE.EPOCH_MISSING}
 end
 
-local k = {
-  due = KEYS[1], leased = KEYS[2], body = KEYS[3], meta = KEYS[4], stats = KEYS[5], quarantine = KEYS[7],
-}
 local now = tonumber(ARGV[1])
 local dueUntil = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
@@ -38,16 +33,16 @@ local fromDue = {}
 
 local function claim(member, status, attempt, gen, runAt, version, redelivered)
   if not status then
-    quarantine(k, member, "unreadable meta")
+    quarantine(K, member, "unreadable meta")
     quarantined[#quarantined + 1] = member
     return
   end
-  local body = redis.call("HGET", KEYS[3], member)
+  local body = redis.call("HGET", K.body, member)
   if not body then
     -- An orphan entry (its body is gone): drop it rather than dispatch something unrunnable.
-    redis.call("ZREM", KEYS[1], member)
-    redis.call("ZREM", KEYS[2], member)
-    redis.call("HDEL", KEYS[4], member)
+    redis.call("ZREM", K.due, member)
+    redis.call("ZREM", K.leased, member)
+    redis.call("HDEL", K.meta, member)
     return
   end
   metas[#metas + 1] = member
@@ -62,34 +57,34 @@ local function claim(member, status, attempt, gen, runAt, version, redelivered)
   out[#out + 1] = redelivered
 end
 
-local expired = redis.call("ZRANGEBYSCORE", KEYS[2], "-inf", now, "LIMIT", 0, limit)
+local expired = redis.call("ZRANGEBYSCORE", K.leased, "-inf", now, "LIMIT", 0, limit)
 for _, member in ipairs(expired) do
-  local status, attempt, gen, runAt, version = readMeta(KEYS[4], member, now)
+  local status, attempt, gen, runAt, version = readMeta(K.meta, member, now)
   claim(member, status, attempt, gen, runAt, version, 1)
 end
 
 local room = limit - #expired
 if room > 0 then
-  local due = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", dueUntil, "WITHSCORES", "LIMIT", 0, room)
+  local due = redis.call("ZRANGEBYSCORE", K.due, "-inf", dueUntil, "WITHSCORES", "LIMIT", 0, room)
   for i = 1, #due, 2 do
     local member, runAt = due[i], tonumber(due[i + 1])
-    local status, attempt, gen, _, version = readMeta(KEYS[4], member, runAt)
+    local status, attempt, gen, _, version = readMeta(K.meta, member, runAt)
     fromDue[#fromDue + 1] = member
     claim(member, status, attempt, gen, runAt, version, 0)
   end
 end
 
 if #fromDue > 0 then
-  callInSlices("ZREM", KEYS[1], fromDue)
+  callInSlices("ZREM", K.due, fromDue)
 end
 if #metas > 0 then
-  callInSlices("HSET", KEYS[4], metas)
+  callInSlices("HSET", K.meta, metas)
 end
 if #leases > 0 then
-  callInSlices("ZADD", KEYS[2], leases)
+  callInSlices("ZADD", K.leased, leases)
 end
-flushStats(KEYS[5])
-local reply = {0, #quarantined}
+flushStats(K.stats)
+local reply = {CODE.OK, #quarantined}
 for _, member in ipairs(quarantined) do
   reply[#reply + 1] = member
 end

@@ -2,7 +2,7 @@
   Indexes new events in one shard. An event due before `dispatchUntil` is claimed on the spot
   (leased, gen 1), so the caller can send it to the queue without waiting for the next tick.
 
-  KEYS[1] due   KEYS[2] leased   KEYS[3] body   KEYS[4] meta   KEYS[5] stats
+  KEYS  K.due  K.leased  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] now (ms)   ARGV[2] dispatchUntil (ms)   ARGV[3] dispatch lease (ms)
   ARGV[4..] triples: member, runAt (ms), body
 
@@ -22,27 +22,27 @@ local leased = {}
 
 for i = 4, #ARGV, 3 do
   local member, runAt, body = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
-  if redis.call("HSETNX", KEYS[3], member, body) == 0 then
-    codes[#codes + 1] = 3
+  if redis.call("HSETNX", K.body, member, body) == 0 then
+    codes[#codes + 1] = CODE.EXISTS
   elseif runAt <= dispatchUntil then
-    writeMeta(KEYS[4], member, "dispatched", 0, 1, runAt)
+    writeMeta(K.meta, member, "dispatched", 0, 1, runAt)
     leased[#leased + 1] = math.max(runAt, now) + leaseMs
     leased[#leased + 1] = member
     countStats(member, body, false, "dispatched")
-    codes[#codes + 1] = 2
+    codes[#codes + 1] = CODE.DISPATCHED
   else
     due[#due + 1] = runAt
     due[#due + 1] = member
     countStats(member, body, false, "scheduled")
-    codes[#codes + 1] = 1
+    codes[#codes + 1] = CODE.SCHEDULED
   end
 end
 
 if #due > 0 then
-  callInSlices("ZADD", KEYS[1], due)
+  callInSlices("ZADD", K.due, due)
 end
 if #leased > 0 then
-  callInSlices("ZADD", KEYS[2], leased)
+  callInSlices("ZADD", K.leased, leased)
 end
-flushStats(KEYS[5])
+flushStats(K.stats)
 return codes
