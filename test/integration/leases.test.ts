@@ -1,8 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDynamoClient } from "../../shared/aws.ts";
-import { LeaseHeldError, LeaseValidationError, StaleLeaseError } from "../../shared/leases/errors.ts";
+import {
+  LeaseHeldError,
+  LeaseLostError,
+  LeaseValidationError,
+  StaleLeaseError,
+} from "../../shared/leases/errors.ts";
 import { CLOCK_SKEW_MARGIN_MS, type LeaseGrant, LeaseService } from "../../shared/leases/lease-service.ts";
-import { LeaseLostError } from "../../shared/leases/errors.ts";
 import { withLease } from "../../shared/leases/with-lease.ts";
 import { type TestHourglass, testHourglass } from "../support/harness.ts";
 
