@@ -1,10 +1,14 @@
 import type { Duration } from "aws-cdk-lib";
+import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type * as ec2 from "aws-cdk-lib/aws-ec2";
 import type * as iam from "aws-cdk-lib/aws-iam";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
+import type * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import type * as sns from "aws-cdk-lib/aws-sns";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
+import { FUNCTION_DEFAULTS } from "./defaults.ts";
 
 /**
  * How the functions reach the internet, which webhooks to public URLs need:
@@ -33,6 +37,57 @@ export type Profile = "standard" | "lean";
  * Scheduler stores schedules but never runs them.
  */
 export type DispatchTrigger = "scheduler" | "events-rule";
+
+/**
+ * Where the time index lives: a cache Hourglass creates, or a Redis you run.
+ * - `replication-group`: a Valkey primary and replica with TLS and AUTH.
+ * - `serverless`: ElastiCache Serverless (Valkey), TLS, cluster protocol; the scripts' hash tags
+ *   keep them valid there.
+ * - `external`: this Redis instead of ElastiCache: the LocalStack path (a Redis container), or a
+ *   Redis you run yourself. The functions still run in the VPC.
+ */
+export type RedisChoice =
+  | {
+      readonly kind: "replication-group";
+      /** @default "cache.t4g.small" */
+      readonly nodeType?: string;
+    }
+  | { readonly kind: "serverless" }
+  | {
+      readonly kind: "external";
+      readonly url: string;
+      /** @default false */
+      readonly cluster?: boolean;
+      /**
+       * A JSON secret `{ "redisAuthToken": "…" }` with the password (AUTH token), read by the
+       * functions at cold start. Required in production, where the URL must be `rediss://` and
+       * carry no password: an environment variable is readable by anyone who can read the function.
+       */
+      readonly passwordSecret?: secretsmanager.ISecret;
+    };
+
+/** Props that cannot be overridden: what makes the resource the one Hourglass's code expects. */
+type FixedFunctionProps = "entry" | "handler" | "bundling" | "vpc" | "vpcSubnets" | "securityGroups";
+
+/**
+ * Props merged over what Hourglass sets, as Solutions Constructs' `*PropsOverride` are: for a
+ * customer-managed key, other billing, more memory, a newer runtime. What the code depends on
+ * (keys and indexes, the bundle, the VPC placement, the redrive wiring) is not overridable.
+ */
+export interface HourglassOverrides {
+  /** Every table (events, leases, ledger, schedules). */
+  readonly tables?: Partial<
+    Omit<dynamodb.TablePropsV2, "partitionKey" | "sortKey" | "globalSecondaryIndexes" | "timeToLiveAttribute">
+  >;
+  /** The work queue. Its visibility timeout must stay at least the worker's timeout. */
+  readonly queue?: Partial<Omit<sqs.QueueProps, "deadLetterQueue">>;
+  readonly deadLetterQueue?: Partial<sqs.QueueProps>;
+  /** All three functions; `environment` is added to Hourglass's own variables. */
+  readonly functions?: Partial<Omit<nodejs.NodejsFunctionProps, FixedFunctionProps>>;
+  readonly apiFunction?: Partial<Omit<nodejs.NodejsFunctionProps, FixedFunctionProps>>;
+  readonly dispatcherFunction?: Partial<Omit<nodejs.NodejsFunctionProps, FixedFunctionProps>>;
+  readonly workerFunction?: Partial<Omit<nodejs.NodejsFunctionProps, FixedFunctionProps>>;
+}
 
 export interface HourglassProps {
   /**
@@ -64,28 +119,10 @@ export interface HourglassProps {
    */
   readonly production?: boolean;
   /**
-   * `replication-group`: a Valkey primary and replica with TLS and AUTH. `serverless`: ElastiCache
-   * Serverless (Valkey), TLS, cluster protocol; the scripts' hash tags keep them valid there.
-   * @default "replication-group" ("serverless" with profile lean)
+   * Where the time index lives (see `RedisChoice`).
+   * @default `{ kind: "replication-group" }`; `{ kind: "serverless" }` with profile lean
    */
-  readonly cache?: "replication-group" | "serverless";
-  /**
-   * Use this Redis instead of creating ElastiCache: the LocalStack path (a Redis container), or a
-   * Redis you run yourself. The functions still run in the VPC.
-   * @default undefined: Hourglass creates its own Valkey
-   */
-  readonly externalRedis?: {
-    readonly url: string;
-    readonly cluster?: boolean;
-    /**
-     * A JSON secret `{ "redisAuthToken": "…" }` with the password (AUTH token), read by the
-     * functions at cold start. Required in production, where the URL must be `rediss://` and
-     * carry no password: an environment variable is readable by anyone who can read the function.
-     */
-    readonly passwordSecret?: secretsmanager.ISecret;
-  };
-  /** @default "cache.t4g.small" (replication group only) */
-  readonly cacheNodeType?: string;
+  readonly redis?: RedisChoice;
   /** Index shards (Redis hash tags). Fixed for the life of the deployment. @default 16 */
   readonly shards?: number;
   /**
@@ -115,6 +152,8 @@ export interface HourglassProps {
   readonly alarmTopic?: sns.ITopic;
   /** Allow webhooks to private addresses (for targets inside the VPC). @default false */
   readonly webhookAllowPrivate?: boolean;
+  /** Props merged over Hourglass's own for its tables, queues and functions. @default none */
+  readonly overrides?: HourglassOverrides;
 }
 
 /** Every problem with the props at once, before anything is built. */
@@ -152,24 +191,33 @@ export function validateProps(props: HourglassProps): void {
       "lookAhead must be from 1 minute (the dispatcher's period) to 15 minutes (SQS's longest delay)",
     );
   }
-  if (props.cache === "serverless" && props.cacheNodeType) {
-    problems.push("cacheNodeType applies to the replication group only, not to serverless");
+  const redis = props.redis;
+  if (redis && !["replication-group", "serverless", "external"].includes(redis.kind)) {
+    problems.push(`redis.kind must be replication-group, serverless or external (got ${String(redis.kind)})`);
   }
-  if (props.externalRedis && !/^rediss?:\/\//.test(props.externalRedis.url)) {
-    problems.push(`externalRedis.url must be a redis:// or rediss:// URL (got ${props.externalRedis.url})`);
+  if (redis?.kind === "external") {
+    const url = redis.url;
+    if (!/^rediss?:\/\//.test(url)) {
+      problems.push(`redis.url must be a redis:// or rediss:// URL (got ${url})`);
+    } else if (props.production ?? true) {
+      if (!url.startsWith("rediss://"))
+        problems.push(`redis.url must be rediss:// (TLS) in production (got ${url.split("@").pop()})`);
+      if (/^rediss?:\/\/[^@/]*:[^@/]+@/.test(url))
+        problems.push("redis.url must not carry a password in production: give it as passwordSecret");
+      else if (!redis.passwordSecret)
+        problems.push("redis.passwordSecret (a Secrets Manager secret) is required in production");
+    }
   }
-  if (props.externalRedis && (props.production ?? true)) {
-    const url = props.externalRedis.url;
-    if (!url.startsWith("rediss://"))
-      problems.push(`externalRedis.url must be rediss:// (TLS) in production (got ${url.split("@").pop()})`);
-    if (/^rediss?:\/\/[^@/]*:[^@/]+@/.test(url))
-      problems.push("externalRedis.url must not carry a password in production: give it as passwordSecret");
-    else if (!props.externalRedis.passwordSecret)
-      problems.push("externalRedis.passwordSecret (a Secrets Manager secret) is required in production");
-  }
-  if (props.externalRedis && props.cache) {
+  const overrides = props.overrides;
+  const visibility = overrides?.queue?.visibilityTimeout?.toSeconds();
+  const workerTimeout = (
+    overrides?.workerFunction?.timeout ??
+    overrides?.functions?.timeout ??
+    FUNCTION_DEFAULTS.worker.timeout
+  ).toSeconds();
+  if (visibility !== undefined && visibility < workerTimeout) {
     problems.push(
-      "externalRedis and cache exclude each other: Hourglass either creates a cache or uses yours",
+      `overrides.queue.visibilityTimeout (${visibility} s) must be at least the worker's timeout (${workerTimeout} s), or SQS hands a message to a second worker while the first still runs it`,
     );
   }
   for (const type of Object.keys(props.handlerFunctions ?? {})) {
@@ -193,11 +241,10 @@ export function validateProps(props: HourglassProps): void {
   if (props.dispatchTrigger !== undefined && !["scheduler", "events-rule"].includes(props.dispatchTrigger)) {
     problems.push(`dispatchTrigger must be scheduler or events-rule (got ${String(props.dispatchTrigger)})`);
   }
-  if (props.profile === "lean" && props.cache === "replication-group") {
-    problems.push("profile lean uses ElastiCache Serverless; leave cache unset or set it to serverless");
-  }
-  if (props.profile === "lean" && props.cacheNodeType) {
-    problems.push("cacheNodeType applies to the replication group, which profile lean does not use");
+  if (props.profile === "lean" && redis?.kind === "replication-group") {
+    problems.push(
+      "profile lean uses ElastiCache Serverless; leave redis unset or choose serverless or external",
+    );
   }
   if (props.profile === "lean" && props.apiKeys) {
     problems.push("apiKeys need the REST API; profile lean uses an HTTP API, which has no API keys");
