@@ -32,7 +32,11 @@ const hourglass: HourglassProps = {
   dispatchTrigger: flag("localstack", false) ? "events-rule" : "scheduler",
   ...(egress && { egress }),
   ...(profile && { profile }),
-  ...(redisUrl ? { externalRedis: { url: String(redisUrl) } } : cache ? { cache } : {}),
+  ...(redisUrl
+    ? { redis: { kind: "external", url: String(redisUrl) } }
+    : cache
+      ? { redis: { kind: cache } }
+      : {}),
 };
 new HourglassStack(app, app.node.tryGetContext("stackName") ?? "Hourglass", {
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },

@@ -103,6 +103,9 @@ const schema = z.object({
   HOURGLASS_JOURNAL: bool.default(true),
   HOURGLASS_WEBHOOK_ALLOW_PRIVATE: bool.optional(),
   HOURGLASS_WEBHOOK_SECRET: z.string().min(16).optional(),
+  // Set by the CDK construct: "false" when the deployment has no route to the internet. Read by
+  // the webhook handler (shared/handlers/egress.ts), which must see it even without a config.
+  HOURGLASS_INTERNET_EGRESS: bool.optional(),
   HOURGLASS_SECRET_ARNS: z
     .string()
     .regex(/^arn:[^,]+(,arn:[^,]+)*$/, "secret ARNs separated by commas")
@@ -173,6 +176,9 @@ const schema = z.object({
   LOG_LEVEL: z.enum(["DEBUG", "INFO", "WARN", "ERROR", "SILENT"]).default("INFO"),
   PORT: port.default(3000),
 });
+
+/** The name of every environment variable Hourglass reads: the CDK construct sets only these. */
+export type ConfigVariable = keyof z.input<typeof schema>;
 
 export interface HourglassConfig {
   readonly mode: Mode;

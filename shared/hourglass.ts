@@ -11,8 +11,7 @@ import { Dispatcher, SYSTEM_TENANT } from "./events/dispatcher.ts";
 import { EventService } from "./events/service.ts";
 import { Worker, type WorkerHooks } from "./events/worker.ts";
 import { lambdaTarget } from "./handlers/lambda-target.ts";
-import type { HandlerDefinition } from "./handlers/registry.ts";
-import { HandlerRegistry } from "./handlers/registry.ts";
+import { type HandlerDefinition, HandlerRegistry } from "./handlers/registry.ts";
 import { DynamoSigningStateStore, WebhookSigning } from "./handlers/signing.ts";
 import { webhookHandler } from "./handlers/webhook.ts";
 import { EventJournal } from "./journal/journal.ts";
@@ -119,7 +118,6 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
       },
       timeoutMs: config.webhook.timeoutMs,
     }),
-    reservationExpiryHandler(() => ledger!),
     ...lambdaTargets(config),
     ...(options.handlers ?? []),
   ]);
@@ -161,6 +159,8 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
         }),
       })
     : undefined;
+  // Registered once the ledger exists: the ledger needs the event service, which needs the registry.
+  if (ledger) registry.register(reservationExpiryHandler(ledger));
   const scheduleDeps = config.journal
     ? { config, store: new ScheduleStore(dynamo, config.tables.schedules), events, logger, clock: deps.clock }
     : undefined;

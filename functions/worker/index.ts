@@ -1,9 +1,9 @@
 // The deployment may swap in its own handler module for this one (see the Hourglass construct).
 import { handlers } from "@hourglass/handlers";
 import type { Context, SQSEvent } from "aws-lambda";
+import { createSqsBatchHandler } from "../../shared/events/sqs-batch.ts";
 import { createHourglass } from "../../shared/hourglass.ts";
 import { createMetrics, flushNotifications, recordWork } from "../../shared/metrics.ts";
-import { createSqsBatchHandler } from "../../shared/transport/sqs-batch.ts";
 
 const hourglass = await createHourglass({ service: "hourglass-worker", handlers });
 const metrics = createMetrics("worker");

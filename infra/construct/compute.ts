@@ -19,6 +19,8 @@ import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { WORK_QUEUE } from "../../shared/resources.ts";
+import { FUNCTION_DEFAULTS, type FunctionEnvironment, type FunctionRole } from "./defaults.ts";
+import type { HourglassOverrides } from "./props.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 
@@ -26,23 +28,27 @@ export interface FunctionSettings {
   readonly vpc: ec2.IVpc;
   readonly subnets: ec2.SubnetSelection;
   readonly securityGroup: ec2.SecurityGroup;
-  readonly environment: Record<string, string>;
+  readonly environment: FunctionEnvironment;
   readonly handlersModule: string;
   readonly logRetention: logs.RetentionDays;
+  /** The user's overrides for this function (see `HourglassOverrides`). */
+  readonly overrides?: HourglassOverrides["functions"];
 }
 
 /** The work queue, encrypted, with its dead-letter queue and redrive, from the shared definition. */
-export function createQueues(scope: Construct) {
+export function createQueues(scope: Construct, overrides: HourglassOverrides = {}) {
   const deadLetterQueue = new sqs.Queue(scope, "WorkDlq", {
     encryption: sqs.QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
     retentionPeriod: Duration.seconds(WORK_QUEUE.dlq.retentionSeconds),
+    ...overrides.deadLetterQueue,
   });
   const queue = new sqs.Queue(scope, "WorkQueue", {
     encryption: sqs.QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
     visibilityTimeout: Duration.seconds(WORK_QUEUE.visibilityTimeoutSeconds),
     retentionPeriod: Duration.seconds(WORK_QUEUE.retentionSeconds),
+    ...overrides.queue,
     deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: WORK_QUEUE.dlq.maxReceiveCount },
   });
   return { queue, deadLetterQueue };
@@ -56,25 +62,30 @@ export function createQueues(scope: Construct) {
 export function createFunction(
   scope: Construct,
   id: string,
-  entry: "api" | "dispatcher" | "worker",
+  entry: FunctionRole,
   settings: FunctionSettings,
-  sizing: { memorySize: number; timeout: Duration },
 ): nodejs.NodejsFunction {
+  const { environment: extraEnvironment, ...overrides } = settings.overrides ?? {};
   return new nodejs.NodejsFunction(scope, id, {
-    entry: join(ROOT, "functions", entry, "index.ts"),
-    handler: "handler",
     runtime: lambda.Runtime.NODEJS_24_X,
     architecture: lambda.Architecture.ARM_64,
-    memorySize: sizing.memorySize,
-    timeout: sizing.timeout,
-    vpc: settings.vpc,
-    vpcSubnets: settings.subnets,
-    securityGroups: [settings.securityGroup],
-    environment: { ...settings.environment, NODE_OPTIONS: "--enable-source-maps" },
+    ...FUNCTION_DEFAULTS[entry],
     logGroup: new logs.LogGroup(scope, `${id}Logs`, { retention: settings.logRetention }),
     tracing: lambda.Tracing.ACTIVE,
     depsLockFilePath: join(ROOT, "package-lock.json"),
     projectRoot: ROOT,
+    ...overrides,
+    // What the code depends on comes last, so no override can change it.
+    entry: join(ROOT, "functions", entry, "index.ts"),
+    handler: "handler",
+    vpc: settings.vpc,
+    vpcSubnets: settings.subnets,
+    securityGroups: [settings.securityGroup],
+    environment: {
+      ...extraEnvironment,
+      ...(settings.environment as Record<string, string>),
+      NODE_OPTIONS: "--enable-source-maps",
+    },
     bundling: {
       format: nodejs.OutputFormat.ESM,
       target: "node22",

@@ -5,6 +5,7 @@ import * as elasticache from "aws-cdk-lib/aws-elasticache";
 import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import type { Construct } from "constructs";
 import type { TableDefinition } from "../../shared/resources.ts";
+import type { HourglassOverrides } from "./props.ts";
 
 const attribute = (a: { name: string; type: "S" | "N" }): dynamodb.Attribute => ({
   name: a.name,
@@ -12,13 +13,23 @@ const attribute = (a: { name: string; type: "S" | "N" }): dynamodb.Attribute => 
 });
 
 /** A table from the shared definition (the same one local provisioning uses). */
-export function createTable(scope: Construct, id: string, definition: TableDefinition, production: boolean) {
+export function createTable(
+  scope: Construct,
+  id: string,
+  definition: TableDefinition,
+  production: boolean,
+  overrides: HourglassOverrides["tables"] = {},
+) {
   return new dynamodb.TableV2(scope, id, {
-    partitionKey: attribute(definition.partitionKey),
-    ...(definition.sortKey && { sortKey: attribute(definition.sortKey) }),
     billing: dynamodb.Billing.onDemand(),
     pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
     encryption: dynamodb.TableEncryptionV2.awsManagedKey(),
+    deletionProtection: production,
+    removalPolicy: production ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    ...overrides,
+    // The keys and indexes the code queries come last, so no override can change them.
+    partitionKey: attribute(definition.partitionKey),
+    ...(definition.sortKey && { sortKey: attribute(definition.sortKey) }),
     ...(definition.ttlAttribute && { timeToLiveAttribute: definition.ttlAttribute }),
     globalSecondaryIndexes: definition.indexes.map((index) => ({
       indexName: index.name,
@@ -27,8 +38,6 @@ export function createTable(scope: Construct, id: string, definition: TableDefin
       projectionType:
         index.projection === "ALL" ? dynamodb.ProjectionType.ALL : dynamodb.ProjectionType.KEYS_ONLY,
     })),
-    deletionProtection: production,
-    removalPolicy: production ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
   });
 }
 

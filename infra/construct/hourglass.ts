@@ -1,5 +1,4 @@
-import { join } from "node:path";
-import { Annotations, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
+import { Annotations, RemovalPolicy, Stack } from "aws-cdk-lib";
 import type * as apigateway from "aws-cdk-lib/aws-apigateway";
 import type * as apigwv2 from "aws-cdk-lib/aws-apigatewayv2";
 import type * as cloudwatch from "aws-cdk-lib/aws-cloudwatch";
@@ -8,12 +7,17 @@ import * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as events from "aws-cdk-lib/aws-events";
 import * as iam from "aws-cdk-lib/aws-iam";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
-import * as logs from "aws-cdk-lib/aws-logs";
 import type * as scheduler from "aws-cdk-lib/aws-scheduler";
 import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { EVENTS_TABLE, LEASES_TABLE, LEDGER_TABLE, SCHEDULES_TABLE } from "../../shared/resources.ts";
+import {
+  EVENTS_TABLE,
+  LEASES_TABLE,
+  LEDGER_TABLE,
+  SCHEDULES_TABLE,
+  type TableDefinition,
+} from "../../shared/resources.ts";
 import {
   attachWorker,
   createApi,
@@ -26,9 +30,11 @@ import {
   TABLE_ACCESS,
 } from "./compute.ts";
 import { type Cache, createCache, createTable } from "./data.ts";
+import { DEFAULTS, type FunctionEnvironment, type FunctionRole, resolveProps } from "./defaults.ts";
 import { createNetwork } from "./network.ts";
 import { createObservability } from "./observability.ts";
-import { type Egress, type HourglassProps, validateProps } from "./props.ts";
+import type { Egress, HourglassProps } from "./props.ts";
+import { validateProps } from "./validate.ts";
 
 export type { DispatchTrigger, Egress, HourglassProps, Profile } from "./props.ts";
 
@@ -43,7 +49,7 @@ export class Hourglass extends Construct {
   public readonly leasesTable: dynamodb.TableV2;
   public readonly ledgerTable: dynamodb.TableV2;
   public readonly schedulesTable: dynamodb.TableV2;
-  /** Undefined when `externalRedis` is given. */
+  /** Undefined with `redis: { kind: "external" }`. */
   public readonly cache: Cache | undefined;
   /** One per function, each with egress limited to what that function reaches. */
   public readonly securityGroups: {
@@ -83,19 +89,17 @@ export class Hourglass extends Construct {
   constructor(scope: Construct, id: string, props: HourglassProps = {}) {
     super(scope, id);
     validateProps(props);
-    const production = props.production ?? true;
-    const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
-    const lean = props.profile === "lean";
-    const cacheMode = props.cache ?? (lean ? "serverless" : "replication-group");
+    const resolved = resolveProps(props);
+    const { production, logRetention, lean, redis: redisChoice, overrides } = resolved;
 
-    this.handlerFunctions = props.handlerFunctions ?? {};
+    this.handlerFunctions = resolved.handlerFunctions;
     const handlerFunctions = Object.entries(this.handlerFunctions);
     if (props.vpc) {
       this.vpc = props.vpc;
       this.egress = "vpc";
       this.hasInternetEgress = props.vpc.privateSubnets.length > 0;
     } else {
-      this.egress = props.egress ?? (production && !lean ? "nat-gateway-per-az" : "nat-gateway");
+      this.egress = resolved.egress ?? "nat-gateway-per-az";
       this.hasInternetEgress = this.egress !== "none";
       this.vpc = createNetwork(this, {
         egress: this.egress,
@@ -118,20 +122,32 @@ export class Hourglass extends Construct {
         ? ec2.SubnetType.PRIVATE_WITH_EGRESS
         : ec2.SubnetType.PRIVATE_ISOLATED,
     };
-    this.admins = props.admins ?? [];
+    this.admins = resolved.admins;
     this.eventBus =
       props.notifications?.enabled === false
         ? undefined
         : (props.notifications?.eventBus ??
           new events.EventBus(this, "EventBus", { description: "Hourglass: every event transition" }));
 
-    this.eventsTable = createTable(this, "Events", EVENTS_TABLE, production);
-    this.leasesTable = createTable(this, "Leases", LEASES_TABLE, production);
-    this.ledgerTable = createTable(this, "Ledger", LEDGER_TABLE, production);
-    this.schedulesTable = createTable(this, "Schedules", SCHEDULES_TABLE, production);
-    this.cache = props.externalRedis
-      ? undefined
-      : createCache(this, this.vpc, subnets, cacheMode, props.cacheNodeType ?? "cache.t4g.small", production);
+    const table = (id: string, definition: TableDefinition) =>
+      createTable(this, id, definition, production, overrides.tables);
+    this.eventsTable = table("Events", EVENTS_TABLE);
+    this.leasesTable = table("Leases", LEASES_TABLE);
+    this.ledgerTable = table("Ledger", LEDGER_TABLE);
+    this.schedulesTable = table("Schedules", SCHEDULES_TABLE);
+    this.cache =
+      redisChoice.kind === "external"
+        ? undefined
+        : createCache(
+            this,
+            this.vpc,
+            subnets,
+            redisChoice.kind,
+            redisChoice.kind === "replication-group"
+              ? (redisChoice.nodeType ?? DEFAULTS.cacheNodeType)
+              : DEFAULTS.cacheNodeType,
+            production,
+          );
     this.securityGroups = {
       api: functionSecurityGroup(this, "Api", this.vpc),
       dispatcher: functionSecurityGroup(this, "Dispatcher", this.vpc),
@@ -145,8 +161,8 @@ export class Hourglass extends Construct {
             ec2.Port.tcp(port),
             "Hourglass function to Valkey",
           );
-      } else if (props.externalRedis) {
-        const url = new URL(props.externalRedis.url);
+      } else if (redisChoice.kind === "external") {
+        const url = new URL(redisChoice.url);
         group.addEgressRule(
           ec2.Peer.anyIpv4(),
           ec2.Port.tcp(Number(url.port || 6379)),
@@ -157,7 +173,7 @@ export class Hourglass extends Construct {
     // Webhooks: the worker alone calls out on HTTP as well as HTTPS.
     this.securityGroups.worker.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(80), "webhooks over http");
 
-    const queues = createQueues(this);
+    const queues = createQueues(this, overrides);
     this.queue = queues.queue;
     this.deadLetterQueue = queues.deadLetterQueue;
     // Every tenant's webhook signing secret is derived from this one: losing it breaks every
@@ -174,7 +190,7 @@ export class Hourglass extends Construct {
     });
 
     const redisSecret: secretsmanager.ISecret | undefined =
-      this.cache?.authSecret ?? props.externalRedis?.passwordSecret;
+      this.cache?.authSecret ?? (redisChoice.kind === "external" ? redisChoice.passwordSecret : undefined);
     const redisSecrets = redisSecret ? [redisSecret] : [];
     // Only the API (GET /v1/webhook-secret) and the worker (signing) read the signing secret.
     const secrets = {
@@ -182,72 +198,55 @@ export class Hourglass extends Construct {
       dispatcher: redisSecrets,
       worker: [...redisSecrets, this.webhookSecret],
     };
-    const redis = props.externalRedis ?? { url: this.cache!.url, cluster: this.cache!.cluster };
-    const settings = {
-      vpc: this.vpc,
-      subnets,
-      securityGroup: this.securityGroups.api,
-      handlersModule:
-        props.handlersModule ?? join(import.meta.dirname, "..", "..", "functions", "handlers.ts"),
-      logRetention,
-      environment: {
-        HOURGLASS_MODE: "aws",
-        HOURGLASS_REDIS_URL: redis.url,
-        HOURGLASS_REDIS_CLUSTER: String(redis.cluster ?? false),
-        HOURGLASS_SHARDS: String(props.shards ?? 16),
-        HOURGLASS_EVENTS_TABLE: this.eventsTable.tableName,
-        HOURGLASS_LEASES_TABLE: this.leasesTable.tableName,
-        HOURGLASS_LEDGER_TABLE: this.ledgerTable.tableName,
-        HOURGLASS_SCHEDULES_TABLE: this.schedulesTable.tableName,
-        HOURGLASS_QUEUE_URL: this.queue.queueUrl,
-        HOURGLASS_LOOKAHEAD_SECONDS: String((props.lookAhead ?? Duration.minutes(2)).toSeconds()),
-        HOURGLASS_INDEX_HORIZON_SECONDS: String((props.indexHorizon ?? Duration.hours(1)).toSeconds()),
-        HOURGLASS_WEBHOOK_ALLOW_PRIVATE: String(props.webhookAllowPrivate ?? false),
-        HOURGLASS_INTERNET_EGRESS: String(this.hasInternetEgress),
-        ...(this.admins.length > 0 && {
-          HOURGLASS_ADMIN_PRINCIPALS: this.admins.map((role) => role.roleArn).join(","),
-        }),
-        POWERTOOLS_METRICS_NAMESPACE: "Hourglass",
-        // On AWS transitions go to EventBridge; the Redis stream serves only long-running processes.
-        HOURGLASS_NOTIFY_STREAM: "false",
-        ...(this.eventBus
-          ? { HOURGLASS_EVENT_BUS_NAME: this.eventBus.eventBusName }
-          : { HOURGLASS_NOTIFICATIONS: "false" }),
-        ...(handlerFunctions.length > 0 && {
-          HOURGLASS_LAMBDA_TARGETS: Stack.of(this).toJsonString(
-            Object.fromEntries(handlerFunctions.map(([type, fn]) => [type, fn.functionArn])),
-          ),
-        }),
-      },
+    const redis =
+      redisChoice.kind === "external" ? redisChoice : { url: this.cache!.url, cluster: this.cache!.cluster };
+    const environment: FunctionEnvironment = {
+      HOURGLASS_MODE: "aws",
+      HOURGLASS_REDIS_URL: redis.url,
+      HOURGLASS_REDIS_CLUSTER: String(redis.cluster ?? false),
+      HOURGLASS_SHARDS: String(resolved.shards),
+      HOURGLASS_EVENTS_TABLE: this.eventsTable.tableName,
+      HOURGLASS_LEASES_TABLE: this.leasesTable.tableName,
+      HOURGLASS_LEDGER_TABLE: this.ledgerTable.tableName,
+      HOURGLASS_SCHEDULES_TABLE: this.schedulesTable.tableName,
+      HOURGLASS_QUEUE_URL: this.queue.queueUrl,
+      HOURGLASS_LOOKAHEAD_SECONDS: String(resolved.lookAhead.toSeconds()),
+      HOURGLASS_INDEX_HORIZON_SECONDS: String(resolved.indexHorizon.toSeconds()),
+      HOURGLASS_WEBHOOK_ALLOW_PRIVATE: String(resolved.webhookAllowPrivate),
+      HOURGLASS_INTERNET_EGRESS: String(this.hasInternetEgress),
+      ...(this.admins.length > 0 && {
+        HOURGLASS_ADMIN_PRINCIPALS: this.admins.map((role) => role.roleArn).join(","),
+      }),
+      POWERTOOLS_METRICS_NAMESPACE: "Hourglass",
+      // On AWS transitions go to EventBridge; the Redis stream serves only long-running processes.
+      HOURGLASS_NOTIFY_STREAM: "false",
+      ...(this.eventBus
+        ? { HOURGLASS_EVENT_BUS_NAME: this.eventBus.eventBusName }
+        : { HOURGLASS_NOTIFICATIONS: "false" }),
+      ...(handlerFunctions.length > 0 && {
+        HOURGLASS_LAMBDA_TARGETS: Stack.of(this).toJsonString(
+          Object.fromEntries(handlerFunctions.map(([type, fn]) => [type, fn.functionArn])),
+        ),
+      }),
     };
-    const settingsFor = (role: keyof typeof secrets) => ({
-      ...settings,
-      securityGroup: this.securityGroups[role],
-      environment: {
-        ...settings.environment,
-        ...(secrets[role].length > 0 && {
-          HOURGLASS_SECRET_ARNS: secrets[role].map((secret) => secret.secretArn).join(","),
-        }),
-      },
-    });
-    this.apiFunction = createFunction(this, "ApiFunction", "api", settingsFor("api"), {
-      memorySize: 512,
-      timeout: Duration.seconds(29),
-    });
-    this.dispatcherFunction = createFunction(
-      this,
-      "DispatcherFunction",
-      "dispatcher",
-      settingsFor("dispatcher"),
-      {
-        memorySize: 512,
-        timeout: Duration.seconds(55),
-      },
-    );
-    this.workerFunction = createFunction(this, "WorkerFunction", "worker", settingsFor("worker"), {
-      memorySize: 512,
-      timeout: Duration.seconds(60),
-    });
+    const functionFor = (id: string, role: FunctionRole) =>
+      createFunction(this, id, role, {
+        vpc: this.vpc,
+        subnets,
+        securityGroup: this.securityGroups[role],
+        handlersModule: resolved.handlersModule,
+        logRetention,
+        environment: {
+          ...environment,
+          ...(secrets[role].length > 0 && {
+            HOURGLASS_SECRET_ARNS: secrets[role].map((secret) => secret.secretArn).join(","),
+          }),
+        },
+        overrides: { ...overrides.functions, ...overrides[`${role}Function`] },
+      });
+    this.apiFunction = functionFor("ApiFunction", "api");
+    this.dispatcherFunction = functionFor("DispatcherFunction", "dispatcher");
+    this.workerFunction = functionFor("WorkerFunction", "worker");
     // Per function, exactly what its code calls (see TABLE_ACCESS); test/infra/least-privilege pins it.
     grantTable(this.apiFunction, this.eventsTable, [...TABLE_ACCESS.journal, ...TABLE_ACCESS.health], true);
     grantTable(this.apiFunction, this.leasesTable, TABLE_ACCESS.leases);
@@ -270,17 +269,13 @@ export class Hourglass extends Construct {
     // Schedules are read and written by the API and materialized by the dispatcher; the worker never touches them.
     grantTable(this.apiFunction, this.schedulesTable, TABLE_ACCESS.schedules, true);
     grantTable(this.dispatcherFunction, this.schedulesTable, TABLE_ACCESS.schedules, true);
-    attachWorker(this.workerFunction, this.queue, props.workerMaxConcurrency ?? 50);
+    attachWorker(this.workerFunction, this.queue, resolved.workerMaxConcurrency);
     for (const [, fn] of handlerFunctions) fn.grantInvoke(this.workerFunction);
 
-    const dispatch = createDispatchSchedule(
-      this,
-      this.dispatcherFunction,
-      props.dispatchTrigger ?? "scheduler",
-    );
+    const dispatch = createDispatchSchedule(this, this.dispatcherFunction, resolved.dispatchTrigger);
     this.schedule = dispatch.schedule;
     this.dispatchRule = dispatch.rule;
-    const throttle = props.throttle ?? { rateLimit: 1_000, burstLimit: 2_000 };
+    const throttle = resolved.throttle;
     if (lean) {
       const http = createHttpApi(this, this.apiFunction, { throttle, logRetention });
       this.api = undefined;
@@ -288,7 +283,7 @@ export class Hourglass extends Construct {
       this.apiUrl = http.stage.url;
     } else {
       this.api = createApi(this, this.apiFunction, {
-        apiKeys: props.apiKeys ?? false,
+        apiKeys: resolved.apiKeys,
         throttle,
         logRetention,
       });
@@ -304,7 +299,7 @@ export class Hourglass extends Construct {
         deadLetterQueue: this.deadLetterQueue,
         scheduleDeadLetterQueue: dispatch.deadLetterQueue,
       },
-      props.alarmTopic,
+      resolved.alarmTopic,
     );
     this.alarms = observability.alarms;
     this.dashboard = observability.dashboard;

@@ -1,11 +1,14 @@
 import type { Duration } from "aws-cdk-lib";
+import type * as dynamodb from "aws-cdk-lib/aws-dynamodb";
 import type * as ec2 from "aws-cdk-lib/aws-ec2";
 import type * as events from "aws-cdk-lib/aws-events";
 import type * as iam from "aws-cdk-lib/aws-iam";
 import type * as lambda from "aws-cdk-lib/aws-lambda";
+import type * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
 import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import type * as sns from "aws-cdk-lib/aws-sns";
+import type * as sqs from "aws-cdk-lib/aws-sqs";
 
 /**
  * How the functions reach the internet, which webhooks to public URLs need:
@@ -34,6 +37,57 @@ export type Profile = "standard" | "lean";
  * Scheduler stores schedules but never runs them.
  */
 export type DispatchTrigger = "scheduler" | "events-rule";
+
+/**
+ * Where the time index lives: a cache Hourglass creates, or a Redis you run.
+ * - `replication-group`: a Valkey primary and replica with TLS and AUTH.
+ * - `serverless`: ElastiCache Serverless (Valkey), TLS, cluster protocol; the scripts' hash tags
+ *   keep them valid there.
+ * - `external`: this Redis instead of ElastiCache: the LocalStack path (a Redis container), or a
+ *   Redis you run yourself. The functions still run in the VPC.
+ */
+export type RedisChoice =
+  | {
+      readonly kind: "replication-group";
+      /** @default "cache.t4g.small" */
+      readonly nodeType?: string;
+    }
+  | { readonly kind: "serverless" }
+  | {
+      readonly kind: "external";
+      readonly url: string;
+      /** @default false */
+      readonly cluster?: boolean;
+      /**
+       * A JSON secret `{ "redisAuthToken": "…" }` with the password (AUTH token), read by the
+       * functions at cold start. Required in production, where the URL must be `rediss://` and
+       * carry no password: an environment variable is readable by anyone who can read the function.
+       */
+      readonly passwordSecret?: secretsmanager.ISecret;
+    };
+
+/** Props that cannot be overridden: what makes the resource the one Hourglass's code expects. */
+type FixedFunctionProps = "entry" | "handler" | "bundling" | "vpc" | "vpcSubnets" | "securityGroups";
+
+/**
+ * Props merged over what Hourglass sets, as Solutions Constructs' `*PropsOverride` are: for a
+ * customer-managed key, other billing, more memory, a newer runtime. What the code depends on
+ * (keys and indexes, the bundle, the VPC placement, the redrive wiring) is not overridable.
+ */
+export interface HourglassOverrides {
+  /** Every table (events, leases, ledger, schedules). */
+  readonly tables?: Partial<
+    Omit<dynamodb.TablePropsV2, "partitionKey" | "sortKey" | "globalSecondaryIndexes" | "timeToLiveAttribute">
+  >;
+  /** The work queue. Its visibility timeout must stay at least the worker's timeout. */
+  readonly queue?: Partial<Omit<sqs.QueueProps, "deadLetterQueue">>;
+  readonly deadLetterQueue?: Partial<sqs.QueueProps>;
+  /** All three functions; `environment` is added to Hourglass's own variables. */
+  readonly functions?: Partial<Omit<nodejs.NodejsFunctionProps, FixedFunctionProps>>;
+  readonly apiFunction?: Partial<Omit<nodejs.NodejsFunctionProps, FixedFunctionProps>>;
+  readonly dispatcherFunction?: Partial<Omit<nodejs.NodejsFunctionProps, FixedFunctionProps>>;
+  readonly workerFunction?: Partial<Omit<nodejs.NodejsFunctionProps, FixedFunctionProps>>;
+}
 
 export interface HourglassProps {
   /**
@@ -65,28 +119,10 @@ export interface HourglassProps {
    */
   readonly production?: boolean;
   /**
-   * `replication-group`: a Valkey primary and replica with TLS and AUTH. `serverless`: ElastiCache
-   * Serverless (Valkey), TLS, cluster protocol; the scripts' hash tags keep them valid there.
-   * @default "replication-group" ("serverless" with profile lean)
+   * Where the time index lives (see `RedisChoice`).
+   * @default `{ kind: "replication-group" }`; `{ kind: "serverless" }` with profile lean
    */
-  readonly cache?: "replication-group" | "serverless";
-  /**
-   * Use this Redis instead of creating ElastiCache: the LocalStack path (a Redis container), or a
-   * Redis you run yourself. The functions still run in the VPC.
-   * @default undefined: Hourglass creates its own Valkey
-   */
-  readonly externalRedis?: {
-    readonly url: string;
-    readonly cluster?: boolean;
-    /**
-     * A JSON secret `{ "redisAuthToken": "…" }` with the password (AUTH token), read by the
-     * functions at cold start. Required in production, where the URL must be `rediss://` and
-     * carry no password: an environment variable is readable by anyone who can read the function.
-     */
-    readonly passwordSecret?: secretsmanager.ISecret;
-  };
-  /** @default "cache.t4g.small" (replication group only) */
-  readonly cacheNodeType?: string;
+  readonly redis?: RedisChoice;
   /** Index shards (Redis hash tags). Fixed for the life of the deployment. @default 16 */
   readonly shards?: number;
   /**
@@ -134,6 +170,8 @@ export interface HourglassProps {
     /** `false`: no bus and no notifications. @default true */
     readonly enabled?: boolean;
   };
+  /** Props merged over Hourglass's own for its tables, queues and functions. @default none */
+  readonly overrides?: HourglassOverrides;
 }
 
 /** Every problem with the props at once, before anything is built. */
@@ -142,93 +180,4 @@ export class HourglassPropsError extends Error {
     super(`invalid Hourglass props:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
     this.name = "HourglassPropsError";
   }
-}
-
-export function validateProps(props: HourglassProps): void {
-  const problems: string[] = [];
-  if (
-    props.shards !== undefined &&
-    (!Number.isInteger(props.shards) || props.shards < 1 || props.shards > 1024)
-  ) {
-    problems.push(`shards must be a whole number from 1 to 1024 (got ${props.shards})`);
-  }
-  if (
-    props.workerMaxConcurrency !== undefined &&
-    (props.workerMaxConcurrency < 2 || props.workerMaxConcurrency > 1000)
-  ) {
-    problems.push(
-      `workerMaxConcurrency must be from 2 to 1000, as the SQS event source allows (got ${props.workerMaxConcurrency})`,
-    );
-  }
-  if (
-    props.throttle &&
-    (props.throttle.rateLimit <= 0 || props.throttle.burstLimit < props.throttle.rateLimit)
-  ) {
-    problems.push("throttle needs rateLimit > 0 and burstLimit >= rateLimit");
-  }
-  if (props.lookAhead && (props.lookAhead.toSeconds() < 60 || props.lookAhead.toSeconds() > 900)) {
-    problems.push(
-      "lookAhead must be from 1 minute (the dispatcher's period) to 15 minutes (SQS's longest delay)",
-    );
-  }
-  const minimumHorizon = (props.lookAhead?.toSeconds() ?? 120) + 180;
-  if (props.indexHorizon && props.indexHorizon.toSeconds() < minimumHorizon) {
-    problems.push(
-      `indexHorizon must be at least the look-ahead plus three dispatcher periods (${minimumHorizon} seconds)`,
-    );
-  }
-  if (props.cache === "serverless" && props.cacheNodeType) {
-    problems.push("cacheNodeType applies to the replication group only, not to serverless");
-  }
-  if (props.externalRedis && !/^rediss?:\/\//.test(props.externalRedis.url)) {
-    problems.push(`externalRedis.url must be a redis:// or rediss:// URL (got ${props.externalRedis.url})`);
-  }
-  if (props.externalRedis && (props.production ?? true)) {
-    const url = props.externalRedis.url;
-    if (!url.startsWith("rediss://"))
-      problems.push(`externalRedis.url must be rediss:// (TLS) in production (got ${url.split("@").pop()})`);
-    if (/^rediss?:\/\/[^@/]*:[^@/]+@/.test(url))
-      problems.push("externalRedis.url must not carry a password in production: give it as passwordSecret");
-    else if (!props.externalRedis.passwordSecret)
-      problems.push("externalRedis.passwordSecret (a Secrets Manager secret) is required in production");
-  }
-  if (props.externalRedis && props.cache) {
-    problems.push(
-      "externalRedis and cache exclude each other: Hourglass either creates a cache or uses yours",
-    );
-  }
-  for (const type of Object.keys(props.handlerFunctions ?? {})) {
-    if (!/^[a-z][a-z0-9._-]{0,63}$/.test(type)) {
-      problems.push(
-        `handlerFunctions key "${type}" is not an event type (lowercase, starts with a letter, at most 64 characters)`,
-      );
-    }
-  }
-  if (props.egress !== undefined && !["nat-gateway-per-az", "nat-gateway", "none"].includes(props.egress)) {
-    problems.push(`egress must be nat-gateway-per-az, nat-gateway or none (got ${String(props.egress)})`);
-  }
-  if (props.vpc && props.egress !== undefined) {
-    problems.push(
-      "egress builds NAT gateways into the VPC Hourglass creates; with your own vpc, its private subnets with egress (or their absence) decide",
-    );
-  }
-  if (props.profile !== undefined && !["standard", "lean"].includes(props.profile)) {
-    problems.push(`profile must be standard or lean (got ${String(props.profile)})`);
-  }
-  if (props.dispatchTrigger !== undefined && !["scheduler", "events-rule"].includes(props.dispatchTrigger)) {
-    problems.push(`dispatchTrigger must be scheduler or events-rule (got ${String(props.dispatchTrigger)})`);
-  }
-  if (props.profile === "lean" && props.cache === "replication-group") {
-    problems.push("profile lean uses ElastiCache Serverless; leave cache unset or set it to serverless");
-  }
-  if (props.profile === "lean" && props.cacheNodeType) {
-    problems.push("cacheNodeType applies to the replication group, which profile lean does not use");
-  }
-  if (props.profile === "lean" && props.apiKeys) {
-    problems.push("apiKeys need the REST API; profile lean uses an HTTP API, which has no API keys");
-  }
-  if (props.notifications?.enabled === false && props.notifications.eventBus) {
-    problems.push("notifications.eventBus is given but notifications.enabled is false");
-  }
-  if (problems.length > 0) throw new HourglassPropsError(problems);
 }

@@ -1,6 +1,5 @@
 import type { EventSpec, HistoryWriter, Op, OpRecord } from "./history.ts";
-import type { Plan, PlannedEvent, PlannedOp } from "./plan.ts";
-import { SKUS } from "./plan.ts";
+import { type Plan, type PlannedEvent, type PlannedOp, SKUS } from "./plan.ts";
 
 /**
  * The client load: replays a plan's operations against the HTTP API at their planned times and

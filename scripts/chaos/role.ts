@@ -2,10 +2,10 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { serve } from "@hono/node-server";
 import { handlers } from "../../functions/handlers.ts";
 import { loadConfig } from "../../shared/config.ts";
+import { createSqsBatchHandler } from "../../shared/events/sqs-batch.ts";
 import { createHourglass } from "../../shared/hourglass.ts";
 import { apiDeps, createApp } from "../../shared/http/app.ts";
 import { QueuePoller } from "../../shared/local/poller.ts";
-import { createSqsBatchHandler } from "../../shared/transport/sqs-batch.ts";
 
 /**
  * One Hourglass part as its own process, so the soak can kill each alone: `api` (the HTTP API on

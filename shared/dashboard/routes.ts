@@ -1,8 +1,4 @@
-import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Env, Hono } from "hono";
-import { mountMetricsRoutes } from "../http/routes/metrics.ts";
-import type { TenantEnv } from "../http/tenancy.ts";
-import type { Insights } from "../metrics-store/insights.ts";
 import { type DashboardAssets, dashboardAssets } from "./assets.ts";
 import { dashboardHtml, unavailableHtml } from "./page.ts";
 
@@ -31,10 +27,4 @@ export function mountDashboardPage<E extends Env>(app: Hono<E>): void {
       "cache-control": "no-cache",
     });
   });
-}
-
-/** Everything the dashboard adds to the API app: its page, and the metrics and timeline routes it reads. */
-export function mountDashboard(app: OpenAPIHono<TenantEnv>, insights: () => Insights): void {
-  mountMetricsRoutes(app, insights);
-  mountDashboardPage(app);
 }

@@ -1,4 +1,4 @@
-import type { BackoffPolicy, Callbacks } from "../events/model.ts";
+import type { BackoffPolicy, Callbacks } from "../model/event.ts";
 
 /**
  * The immutable part of an event, as the index stores it: `type\n{json}`. The type comes first

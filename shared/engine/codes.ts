@@ -16,17 +16,3 @@ export enum ScriptCode {
   /** Due beyond the near horizon: left to the journal, promoted later by the loader. */
   FAR = 13,
 }
-
-/** Statuses as the index stores them. The journal adds `succeeded` and `cancelled`. */
-export type LiveStatus = "scheduled" | "dispatched" | "running" | "retrying" | "dead";
-export type EventStatus = LiveStatus | "succeeded" | "cancelled";
-
-export const EVENT_STATUSES: readonly EventStatus[] = [
-  "scheduled",
-  "dispatched",
-  "running",
-  "succeeded",
-  "retrying",
-  "dead",
-  "cancelled",
-];

@@ -25,10 +25,7 @@ export class HorizonStore {
 
   async state(shard: number): Promise<HorizonState> {
     const k = this.index.keys(shard);
-    const reply = (await runScript(this.index.client, "horizon", [k.horizon, k.epoch, k.rebuild], [])) as (
-      | string
-      | number
-    )[];
+    const reply = (await runScript(this.index.client, "horizon", k, [])) as (string | number)[];
     if (reply.length !== 6) throw new IndexCorruptError("horizon", reply);
     const number = (value: string | number | undefined) =>
       value === "" || value === undefined ? undefined : Number(value);
@@ -68,14 +65,7 @@ export class HorizonStore {
    */
   async evict(member: string, version: number, now: number, nearMs: number): Promise<boolean> {
     const k = this.index.keys(this.index.shardOf(member));
-    const code = Number(
-      await runScript(
-        this.index.client,
-        "evict",
-        [k.due, k.body, k.meta, k.stats],
-        [member, version, now, nearMs],
-      ),
-    );
+    const code = Number(await runScript(this.index.client, "evict", k, [member, version, now, nearMs]));
     return code === ScriptCode.OK;
   }
 }

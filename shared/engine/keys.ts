@@ -102,6 +102,24 @@ export function heldKeys(prefix: string, shard: number) {
   };
 }
 
+/**
+ * Keys that belong to the whole deployment rather than to a shard. They are not index keys: the
+ * throttle carries a TTL on purpose, and each has its own hash tag so it is valid on Redis Cluster.
+ */
+export interface DeploymentKeys {
+  /** STRING with a TTL: set by the dispatcher that won this period's recovery sweep. */
+  readonly recoveryThrottle: string;
+  /** STRING, the pause time: present while the operator has paused dispatch. */
+  readonly dispatchPaused: string;
+}
+
+export function deploymentKeys(prefix: string): DeploymentKeys {
+  return {
+    recoveryThrottle: `${prefix}:recovery-throttle`,
+    dispatchPaused: `{${prefix}:admin}:dispatch-paused`,
+  };
+}
+
 /** Tenants never contain `/`, so the first `/` splits a member back into tenant and id. */
 export function memberOf(tenant: string, id: string): string {
   return `${tenant}/${id}`;

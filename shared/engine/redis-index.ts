@@ -1,5 +1,6 @@
-import type { DispatchMessage } from "../events/model.ts";
-import { type LiveStatus, ScriptCode } from "./codes.ts";
+import type { DispatchMessage } from "../model/message.ts";
+import type { LiveStatus } from "../model/status.ts";
+import { ScriptCode } from "./codes.ts";
 import { IndexCorruptError } from "./errors.ts";
 import { heldKeys, type ShardKeys, shardKeys, shardOf } from "./keys.ts";
 import { type RedisClient, runScript } from "./scripts.ts";
@@ -33,9 +34,9 @@ export type ClaimResult =
       readonly taken: Map<string, number>;
     };
 
-import type { HeldBy } from "../limits/model.ts";
+import type { HeldBy } from "../model/event.ts";
 
-export type { HeldBy } from "../limits/model.ts";
+export type { HeldBy } from "../model/event.ts";
 
 /** A group's allowance for one claim (see claim.lua): at most `allowance` events, the rest held by `reason`. */
 export interface GroupAllowance {
@@ -141,12 +142,7 @@ export class RedisIndex {
         const k = this.keys(shard);
         const args: (string | number)[] = [now, dispatchUntil, leaseMs, nearMs ?? ""];
         for (const entry of batch) args.push(entry.member, entry.runAt, entry.body);
-        return (await runScript(
-          this.client,
-          "schedule",
-          [k.due, k.leased, k.body, k.meta, k.stats, k.cancelled],
-          args,
-        )) as ScriptCode[];
+        return (await runScript(this.client, "schedule", k, args)) as ScriptCode[];
       },
     );
   }
@@ -162,12 +158,7 @@ export class RedisIndex {
     const k = this.keys(shard);
     const args: (string | number)[] = [now, dueUntil, limit, leaseMs, allowances.length];
     for (const a of allowances) args.push(a.group, Math.max(0, Math.floor(a.allowance)), a.reason);
-    const reply = (await runScript(
-      this.client,
-      "claim",
-      [k.due, k.leased, k.body, k.meta, k.stats, k.epoch, k.quarantine],
-      args,
-    )) as Reply;
+    const reply = (await runScript(this.client, "claim", k, args)) as Reply;
     if (reply[0] === ScriptCode.EPOCH_MISSING) return { epochMissing: true } as ClaimResult;
     const skip = Number(reply[1]);
     const parked = Number(reply[2]);
@@ -238,12 +229,7 @@ export class RedisIndex {
         const k = this.keys(shard);
         const args: (string | number)[] = [reason, from];
         for (const m of batch) args.push(m.member, m.gen);
-        return (await runScript(
-          this.client,
-          "hold",
-          [k.leased, k.body, k.meta, k.stats],
-          args,
-        )) as ScriptCode[];
+        return (await runScript(this.client, "hold", k, args)) as ScriptCode[];
       },
     );
   }
@@ -290,12 +276,7 @@ export class RedisIndex {
         const k = this.keys(shard);
         const args = [...leading];
         for (const message of batch) args.push(message.member, message.gen);
-        const reply = (await runScript(
-          this.client,
-          script,
-          [k.leased, k.body, k.meta, k.stats],
-          args,
-        )) as Reply;
+        const reply = (await runScript(this.client, script, k, args)) as Reply;
         return batch.map((_, i) => parse(reply, i * fieldsPerMessage));
       },
     );
@@ -311,48 +292,27 @@ export class RedisIndex {
     direct?: DirectDispatch,
   ): Promise<TransitionResult | { readonly code: ScriptCode.DISPATCHED; readonly gen: number }> {
     const k = this.keys(message.shard);
-    const reply = (await runScript(
-      this.client,
-      "retry",
-      [k.due, k.leased, k.body, k.meta, k.stats],
-      [
-        message.member,
-        message.gen,
-        nextRunAt,
-        direct?.now ?? 0,
-        direct?.dispatchUntil ?? 0,
-        direct?.leaseMs ?? 0,
-      ],
-    )) as Reply;
+    const reply = (await runScript(this.client, "retry", k, [
+      message.member,
+      message.gen,
+      nextRunAt,
+      direct?.now ?? 0,
+      direct?.dispatchUntil ?? 0,
+      direct?.leaseMs ?? 0,
+    ])) as Reply;
     if (reply[0] === ScriptCode.DISPATCHED) return { code: ScriptCode.DISPATCHED, gen: Number(reply[1]) };
     return transition("retry", reply);
   }
 
   async bury(message: DispatchMessage, now: number): Promise<TransitionResult> {
     const k = this.keys(message.shard);
-    return transition(
-      "bury",
-      await runScript(
-        this.client,
-        "bury",
-        [k.leased, k.dead, k.body, k.meta, k.stats],
-        [message.member, message.gen, now],
-      ),
-    );
+    return transition("bury", await runScript(this.client, "bury", k, [message.member, message.gen, now]));
   }
 
   /** Cancels a not-yet-started event and leaves a tombstone that keeps restores away from it. */
   async cancel(member: string, now: number): Promise<TransitionResult> {
     const k = this.keys(this.shardOf(member));
-    return transition(
-      "cancel",
-      await runScript(
-        this.client,
-        "cancel",
-        [k.due, k.leased, k.dead, k.body, k.meta, k.stats, k.cancelled],
-        [member, now, TOMBSTONE_MS],
-      ),
-    );
+    return transition("cancel", await runScript(this.client, "cancel", k, [member, now, TOMBSTONE_MS]));
   }
 
   /**
@@ -369,12 +329,14 @@ export class RedisIndex {
     journalVersion?: number,
   ): Promise<RescheduleResult> {
     const k = this.keys(this.shardOf(member));
-    const reply = (await runScript(
-      this.client,
-      "reschedule",
-      [k.due, k.leased, k.body, k.meta, k.stats],
-      [member, runAt, now, dispatchUntil, leaseMs, journalVersion ?? ""],
-    )) as Reply;
+    const reply = (await runScript(this.client, "reschedule", k, [
+      member,
+      runAt,
+      now,
+      dispatchUntil,
+      leaseMs,
+      journalVersion ?? "",
+    ])) as Reply;
     switch (reply[0]) {
       case ScriptCode.NOT_FOUND:
         return { code: reply[0] };
@@ -442,12 +404,7 @@ export class RedisIndex {
           direct?.leaseMs ?? 0,
         ];
         for (const e of batch) args.push(e.member, e.runAt, e.diedBefore);
-        const reply = (await runScript(
-          this.client,
-          "revive",
-          [k.due, k.leased, k.dead, k.body, k.meta, k.stats],
-          args,
-        )) as Reply;
+        const reply = (await runScript(this.client, "revive", k, args)) as Reply;
         return batch.map((_, n): ReviveResult => {
           const i = n * 3;
           switch (reply[i]) {
@@ -482,7 +439,7 @@ export class RedisIndex {
         const k = this.keys(shard);
         const args: (string | number)[] = [at];
         for (const m of batch) args.push(m.member, m.gen);
-        return (await runScript(this.client, "release", [k.leased, k.meta], args)) as ScriptCode[];
+        return (await runScript(this.client, "release", k, args)) as ScriptCode[];
       },
     );
   }
@@ -493,15 +450,7 @@ export class RedisIndex {
     finalStatus: "succeeded" | "cancelled" | "dead" | undefined,
   ): Promise<TransitionResult> {
     const k = this.keys(this.shardOf(member));
-    return transition(
-      "forget",
-      await runScript(
-        this.client,
-        "forget",
-        [k.due, k.leased, k.dead, k.body, k.meta, k.stats],
-        [member, finalStatus ?? ""],
-      ),
-    );
+    return transition("forget", await runScript(this.client, "forget", k, [member, finalStatus ?? ""]));
   }
 
   /**
@@ -521,24 +470,14 @@ export class RedisIndex {
         const k = this.keys(shard);
         const args: (string | number)[] = [now, options.replay ? "1" : "0", options.nearMs ?? ""];
         for (const e of batch) args.push(e.member, e.runAt, e.body, e.attempt, e.status, e.version);
-        return (await runScript(
-          this.client,
-          "restore",
-          [k.due, k.dead, k.body, k.meta, k.stats, k.cancelled, k.quarantine],
-          args,
-        )) as ScriptCode[];
+        return (await runScript(this.client, "restore", k, args)) as ScriptCode[];
       },
     );
   }
 
   async inspect(member: string): Promise<LiveState | undefined> {
     const k = this.keys(this.shardOf(member));
-    const reply = (await runScript(
-      this.client,
-      "inspect",
-      [k.due, k.leased, k.body, k.meta],
-      [member],
-    )) as Reply;
+    const reply = (await runScript(this.client, "inspect", k, [member])) as Reply;
     if (reply[0] === ScriptCode.NOT_FOUND) return undefined;
     return {
       status: reply[1] as LiveStatus,
@@ -553,9 +492,7 @@ export class RedisIndex {
   /** Drops up to `limit` dead letters of one shard that died before `cutoff`; returns how many. */
   async expire(shard: number, cutoff: number, limit: number): Promise<number> {
     const k = this.keys(shard);
-    return Number(
-      await runScript(this.client, "expire", [k.dead, k.body, k.meta, k.stats, k.cancelled], [cutoff, limit]),
-    );
+    return Number(await runScript(this.client, "expire", k, [cutoff, limit]));
   }
 
   /** The journal cursor a running rebuild has reached ("" at its start); undefined when none runs. */

@@ -1,4 +1,4 @@
-import type { BackoffPolicy } from "./model.ts";
+import type { BackoffPolicy } from "../model/event.ts";
 
 export interface BackoffDefaults {
   readonly baseMs: number;

@@ -8,9 +8,9 @@ import type { EventJournal } from "../journal/journal.ts";
 import type { FlowControl } from "../limits/flow-control.ts";
 import type { Logger } from "../logger.ts";
 import type { EngineMetrics } from "../metrics-store/recorder.ts";
+import type { EventView } from "../model/event.ts";
 import type { Notifier } from "../notifications/notifier.ts";
 import type { Transport } from "../transport/transport.ts";
-import type { EventView } from "./model.ts";
 import { indexRunAt } from "./run-at.ts";
 
 /** What the event service, dispatcher and worker are built from. */

@@ -1,15 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { ScriptCode } from "../engine/codes.ts";
-import { memberOf, parseMember } from "../engine/keys.ts";
+import { deploymentKeys, memberOf, parseMember } from "../engine/keys.ts";
 import type { GroupAllowance } from "../engine/redis-index.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { type JournalItem, journalKey, payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
+import { type DispatchMessage, inlinePayload } from "../model/message.ts";
 import { notifyDispatched } from "../notifications/publish.ts";
 import { type EngineDeps, restoreEntryOf } from "./deps.ts";
 import { HorizonLoader } from "./horizon.ts";
-import { type DispatchMessage, inlinePayload } from "./model.ts";
 import { isDispatchPaused } from "./pause.ts";
 import { indexRunAt } from "./run-at.ts";
 import { sendOrRelease } from "./send.ts";
@@ -398,7 +398,7 @@ export class Dispatcher {
     if (!this.deps.journal) return false;
     const { index, config } = this.deps;
     const won = await index.client.set(
-      `${config.keyPrefix}:recovery-throttle`,
+      deploymentKeys(config.keyPrefix).recoveryThrottle,
       "1",
       "PX",
       config.recovery.everyMs,

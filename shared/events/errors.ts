@@ -1,5 +1,7 @@
 import { type FieldIssue, ValidationError } from "../errors.ts";
-import type { EventStatus, EventView } from "./model.ts";
+import type { EventView } from "../model/event.ts";
+import type { DispatchMessage } from "../model/message.ts";
+import type { EventStatus } from "../model/status.ts";
 
 export type { FieldIssue } from "../errors.ts";
 
@@ -38,10 +40,29 @@ export class EventStateConflictError extends Error {
   }
 }
 
-/** Listing, dead letters and replay read the durable journal; the engine-only mode has none. */
-export class JournalRequiredError extends Error {
-  constructor(readonly operation: string) {
-    super(`${operation} needs the DynamoDB journal (HOURGLASS_JOURNAL=true)`);
-    this.name = "JournalRequiredError";
+/** The index holds an event whose journal item is gone: an infrastructure fault, retried by the queue. */
+export class JournalItemMissingError extends Error {
+  constructor(
+    readonly tenant: string,
+    readonly id: string,
+  ) {
+    super(`the journal has no item for ${tenant}/${id}`);
+    this.name = "JournalItemMissingError";
+  }
+}
+
+/** Still not due when the Lambda must stop: the queue redelivers the message (never dropped). */
+export class NotDueBeforeDeadlineError extends Error {
+  constructor(readonly dispatch: DispatchMessage) {
+    super(`${dispatch.member} is not due before this invocation's deadline`);
+    this.name = "NotDueBeforeDeadlineError";
+  }
+}
+
+/** The handler ran past its timeout; the attempt counts as failed and is retried. */
+export class HandlerTimeoutError extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`handler did not finish within ${timeoutMs} ms`);
+    this.name = "HandlerTimeoutError";
   }
 }

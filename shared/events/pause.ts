@@ -1,12 +1,13 @@
+import { deploymentKeys } from "../engine/keys.ts";
 import type { RedisClient } from "../engine/scripts.ts";
 
 /**
  * The operator's dispatch switch (`POST /v1/admin/pause|resume`): while the key exists, the
  * dispatcher claims nothing. Events keep being accepted and indexed; on resume the claim script
  * takes the overdue ones in due order (per shard, by score), and the worker never starts one
- * before its runAt. Its own hash tag keeps it valid on Redis Cluster; it is not an index key.
+ * before its runAt.
  */
-export const pauseKey = (prefix: string) => `{${prefix}:admin}:dispatch-paused`;
+const pauseKey = (prefix: string) => deploymentKeys(prefix).dispatchPaused;
 
 export async function isDispatchPaused(redis: RedisClient, prefix: string): Promise<boolean> {
   return (await redis.exists(pauseKey(prefix))) === 1;

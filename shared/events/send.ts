@@ -1,5 +1,5 @@
+import type { DispatchMessage } from "../model/message.ts";
 import type { EngineDeps } from "./deps.ts";
-import type { DispatchMessage } from "./model.ts";
 
 /**
  * How soon an event whose message could not be sent is sent again. Its dispatch lease is given

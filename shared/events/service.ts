@@ -2,9 +2,12 @@ import { encodeBody } from "../engine/body.ts";
 import { ScriptCode } from "../engine/codes.ts";
 import { memberOf } from "../engine/keys.ts";
 import { idFactory } from "../ids.ts";
-import { JournalConditionError } from "../journal/errors.ts";
+import { JournalConditionError, JournalRequiredError } from "../journal/errors.ts";
 import { type JournalItem, PENDING_STATUSES, payloadJsonOf, viewOf } from "../journal/item.ts";
 import type { HeldBy } from "../limits/model.ts";
+import type { EventView, NewEvent, ScheduleResult } from "../model/event.ts";
+import { type DispatchMessage, inlinePayload } from "../model/message.ts";
+import type { EventStatus } from "../model/status.ts";
 import { notify, notifyDispatched } from "../notifications/publish.ts";
 import { type EngineDeps, overlay, restoreEntryOf, viewFromIndex } from "./deps.ts";
 import {
@@ -12,17 +15,8 @@ import {
   EventStateConflictError,
   EventValidationError,
   IdempotencyConflictError,
-  JournalRequiredError,
 } from "./errors.ts";
 import { evictIfFar, nearMsOf } from "./horizon.ts";
-import {
-  type DispatchMessage,
-  type EventStatus,
-  type EventView,
-  inlinePayload,
-  type NewEvent,
-  type ScheduleResult,
-} from "./model.ts";
 import { directDispatchHorizon } from "./pause.ts";
 import { indexRunAt } from "./run-at.ts";
 import { sendOrRelease } from "./send.ts";

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import type { z } from "zod";
 import type { HandlerRegistry } from "../handlers/registry.ts";
+import type { NewEvent } from "../model/event.ts";
 import { EventValidationError, type FieldIssue } from "./errors.ts";
-import type { NewEvent } from "./model.ts";
 import { runAtProblem } from "./run-at.ts";
 import { type RescheduleInput, rescheduleInput, type ScheduleInput, scheduleInput } from "./schema.ts";
 

@@ -8,12 +8,13 @@ import { NonRetryableError } from "../handlers/errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
 import type { Admission, AdmitRequest } from "../limits/flow-control.ts";
+import type { DispatchMessage } from "../model/message.ts";
+import { parseOccurrenceId } from "../model/occurrence-id.ts";
 import { callbackEventFor, type FinalOutcome } from "../notifications/callbacks.ts";
 import { notify, notifyDispatched } from "../notifications/publish.ts";
-import { parseOccurrenceId } from "../schedules/occurrence-id.ts";
 import { backoffDelay } from "./backoff.ts";
 import type { EngineDeps } from "./deps.ts";
-import type { DispatchMessage } from "./model.ts";
+import { HandlerTimeoutError, JournalItemMissingError, NotDueBeforeDeadlineError } from "./errors.ts";
 import { directDispatchHorizon } from "./pause.ts";
 import { sendOrRelease } from "./send.ts";
 import { EventService } from "./service.ts";
@@ -37,32 +38,6 @@ export interface WorkerHooks {
 
 /** Leave this much of the Lambda's time for the journal and index writes after a handler. */
 const DEADLINE_RESERVE_MS = 2_000;
-
-/** The index holds an event whose journal item is gone: an infrastructure fault, retried by the queue. */
-export class JournalItemMissingError extends Error {
-  constructor(
-    readonly tenant: string,
-    readonly id: string,
-  ) {
-    super(`the journal has no item for ${tenant}/${id}`);
-    this.name = "JournalItemMissingError";
-  }
-}
-
-/** Still not due when the Lambda must stop: the queue redelivers the message (never dropped). */
-export class NotDueBeforeDeadlineError extends Error {
-  constructor(readonly dispatch: DispatchMessage) {
-    super(`${dispatch.member} is not due before this invocation's deadline`);
-    this.name = "NotDueBeforeDeadlineError";
-  }
-}
-
-export class HandlerTimeoutError extends Error {
-  constructor(readonly timeoutMs: number) {
-    super(`handler did not finish within ${timeoutMs} ms`);
-    this.name = "HandlerTimeoutError";
-  }
-}
 
 /**
  * Runs one dispatched event: checks that the message is still the current one, waits out any

@@ -3,7 +3,7 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { Webhook } from "standardwebhooks";
 import { ConfigError } from "../config.ts";
-import { JournalRequiredError } from "../events/errors.ts";
+import { JournalRequiredError } from "../journal/errors.ts";
 
 /**
  * Webhook signing on the Standard Webhooks spec (https://www.standardwebhooks.com), with the

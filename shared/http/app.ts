@@ -1,11 +1,11 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { HourglassConfig } from "../config.ts";
-import { mountDashboard } from "../dashboard/routes.ts";
-import { JournalRequiredError } from "../events/errors.ts";
+import { mountDashboardPage } from "../dashboard/routes.ts";
 import type { EventService } from "../events/service.ts";
 import { fieldIssues } from "../events/validate.ts";
 import type { WebhookSigning } from "../handlers/signing.ts";
 import type { Hourglass } from "../hourglass.ts";
+import { JournalRequiredError } from "../journal/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import type { StockLedger } from "../ledger/ledger-service.ts";
 import type { FlowControl } from "../limits/flow-control.ts";
@@ -21,6 +21,7 @@ import { problem, problemFor, sendProblem } from "./problem.ts";
 import { type AdminControl, adminControl, mountAdminRoutes } from "./routes/admin.ts";
 import { mountEventRoutes } from "./routes/events.ts";
 import { mountLeaseRoutes } from "./routes/leases.ts";
+import { mountMetricsRoutes } from "./routes/metrics.ts";
 import { mountHealthRoute, mountOperationRoutes } from "./routes/operations.ts";
 import { mountScheduleRoutes } from "./routes/schedules.ts";
 import { mountStockRoutes } from "./routes/stock.ts";
@@ -122,7 +123,9 @@ export function createApp(deps: ApiDeps): OpenAPIHono<TenantEnv> {
   mountLeaseRoutes(app, () => deps.leases ?? unavailable("leases"));
   mountStockRoutes(app, () => deps.ledger ?? unavailable("the stock ledger"));
   mountWebhookSecretRoutes(app, () => deps.signing ?? unavailable("webhook signing"));
-  mountDashboard(app, () => deps.insights ?? unavailable("metrics"));
+  // The metrics and timeline routes are public API; the dashboard page is one reader of them.
+  mountMetricsRoutes(app, () => deps.insights ?? unavailable("metrics"));
+  mountDashboardPage(app);
   mountScheduleRoutes(app, () => deps.schedules ?? unavailable("recurring schedules"));
   mountTypeLimitRoutes(app, () => deps.flow ?? unavailable("type limits"));
 

@@ -1,4 +1,4 @@
-import { InvalidCursorError } from "../journal/cursor.ts";
+import { InvalidCursorError } from "../journal/errors.ts";
 import { journalKey } from "../journal/item.ts";
 import { ledgerKey } from "../ledger/keys.ts";
 

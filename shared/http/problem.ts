@@ -2,13 +2,8 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type FieldIssue, ValidationError } from "../errors.ts";
-import {
-  EventNotFoundError,
-  EventStateConflictError,
-  IdempotencyConflictError,
-  JournalRequiredError,
-} from "../events/errors.ts";
-import { InvalidCursorError } from "../journal/cursor.ts";
+import { EventNotFoundError, EventStateConflictError, IdempotencyConflictError } from "../events/errors.ts";
+import { InvalidCursorError, JournalRequiredError } from "../journal/errors.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import {
   InsufficientStockError,

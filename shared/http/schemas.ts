@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
-import { EVENT_STATUSES } from "../engine/codes.ts";
 import { EVENT_ID, rescheduleInput, scheduleInput } from "../events/schema.ts";
-import { OCCURRENCE_ID } from "../schedules/occurrence-id.ts";
+import { OCCURRENCE_ID } from "../model/occurrence-id.ts";
+import { EVENT_STATUSES } from "../model/status.ts";
 
 /** Schemas of the public API, registered as OpenAPI components. Input shapes come from the engine. */
 export const ScheduleEvent = scheduleInput.openapi("ScheduleEvent", {

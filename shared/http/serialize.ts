@@ -1,5 +1,5 @@
-import type { EventView } from "../events/model.ts";
-import { parseOccurrenceId } from "../schedules/occurrence-id.ts";
+import type { EventView } from "../model/event.ts";
+import { parseOccurrenceId } from "../model/occurrence-id.ts";
 
 /** The API's event shape: ISO-8601 UTC times outside, epoch ms inside. */
 export function serializeEvent(view: EventView) {

@@ -1,14 +1,9 @@
+import { InvalidCursorError } from "./errors.ts";
+
 /**
  * Page cursors are DynamoDB's LastEvaluatedKey, base64url-encoded. They are opaque to clients; a
  * malformed one is rejected as bad input rather than passed to DynamoDB.
  */
-export class InvalidCursorError extends Error {
-  constructor(readonly cursor: string) {
-    super("cursor is not one this API returned");
-    this.name = "InvalidCursorError";
-  }
-}
-
 export function encodeCursor(key: Record<string, unknown> | undefined): string | undefined {
   return key ? Buffer.from(JSON.stringify(key)).toString("base64url") : undefined;
 }

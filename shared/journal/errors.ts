@@ -15,3 +15,19 @@ export class JournalConditionError extends Error {
     this.name = "JournalConditionError";
   }
 }
+
+/** Listing, dead letters and replay read the durable journal; the engine-only mode has none. */
+export class JournalRequiredError extends Error {
+  constructor(readonly operation: string) {
+    super(`${operation} needs the DynamoDB journal (HOURGLASS_JOURNAL=true)`);
+    this.name = "JournalRequiredError";
+  }
+}
+
+/** A page cursor this API did not hand out: bad input, never passed to DynamoDB. */
+export class InvalidCursorError extends Error {
+  constructor(readonly cursor: string) {
+    super("cursor is not one this API returned");
+    this.name = "InvalidCursorError";
+  }
+}

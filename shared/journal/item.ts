@@ -1,4 +1,5 @@
-import type { BackoffPolicy, Callbacks, EventStatus, EventView, NewEvent } from "../events/model.ts";
+import type { BackoffPolicy, Callbacks, EventView, NewEvent } from "../model/event.ts";
+import type { EventStatus } from "../model/status.ts";
 import { packPayload, unpackPayload } from "./payload.ts";
 
 /** Journal statuses: the live statuses `dispatched` and `running` exist only in the index. */

@@ -12,7 +12,7 @@ import {
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import DataLoader from "dataloader";
 import pMap from "p-map";
-import type { NewEvent } from "../events/model.ts";
+import type { NewEvent } from "../model/event.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { JournalConditionError } from "./errors.ts";
 import { type JournalItem, type JournalStatus, journalKey, PENDING_STATUSES, toJournalItem } from "./item.ts";

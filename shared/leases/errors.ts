@@ -32,3 +32,22 @@ export class LeaseValidationError extends ValidationError {
     this.name = "LeaseValidationError";
   }
 }
+
+/** The lease was lost while `fn` ran: a renewal failed or did not answer in time, so `fn` was told to stop. */
+export class LeaseLostError extends Error {
+  constructor(
+    readonly leaseName: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`lease ${leaseName} was lost while its holder was working`, options);
+    this.name = "LeaseLostError";
+  }
+}
+
+/** No renewal was confirmed before the last confirmed expiry (minus the margin): the call may be hanging. */
+export class RenewalTimeoutError extends Error {
+  constructor(readonly leaseName: string) {
+    super(`lease ${leaseName}: no renewal was confirmed before the lease would expire`);
+    this.name = "RenewalTimeoutError";
+  }
+}

@@ -1,4 +1,4 @@
-import { LeaseValidationError, StaleLeaseError } from "./errors.ts";
+import { LeaseLostError, LeaseValidationError, RenewalTimeoutError, StaleLeaseError } from "./errors.ts";
 import { type LeaseService, MAX_LEASE_TTL_MS } from "./lease-service.ts";
 
 export interface WithLeaseOptions {
@@ -6,25 +6,6 @@ export interface WithLeaseOptions {
   readonly owner: string;
   /** Called once when the lease is lost (a renewal failed, or none was confirmed in time), just before `fn`'s signal is aborted. */
   readonly onLost?: (error: unknown) => void;
-}
-
-/** The lease was lost while `fn` ran: a renewal failed or did not answer in time, so `fn` was told to stop. */
-export class LeaseLostError extends Error {
-  constructor(
-    readonly leaseName: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`lease ${leaseName} was lost while its holder was working`, options);
-    this.name = "LeaseLostError";
-  }
-}
-
-/** No renewal was confirmed before the last confirmed expiry (minus the margin): the call may be hanging. */
-export class RenewalTimeoutError extends Error {
-  constructor(readonly leaseName: string) {
-    super(`lease ${leaseName}: no renewal was confirmed before the lease would expire`);
-    this.name = "RenewalTimeoutError";
-  }
 }
 
 /** Shortest ttl `withLease` accepts: it renews at a third of it and stops a quarter before it ends. */

@@ -111,12 +111,7 @@ export class HoldAdmission {
       admission.taken.map(async ({ sku, member }) => {
         const keys = stockKeys(this.options.prefix, tenant, sku);
         try {
-          await runScript(
-            this.redis,
-            "hold_settle",
-            [keys.level, keys.pending],
-            [member, committed ? "0" : "1"],
-          );
+          await runScript(this.redis, "hold_settle", keys, [member, committed ? "0" : "1"]);
         } catch (error) {
           // The admission expires by itself at its deadline.
           this.logger.warn("hold admission: settle failed", { sku, error: String(error) });
@@ -129,7 +124,7 @@ export class HoldAdmission {
   async credit(tenant: string, sku: string, quantity: number): Promise<void> {
     const keys = stockKeys(this.options.prefix, tenant, sku);
     try {
-      await runScript(this.redis, "hold_credit", [keys.level, keys.carry, keys.lock], [quantity, LOCK_MS]);
+      await runScript(this.redis, "hold_credit", keys, [quantity, LOCK_MS]);
     } catch (error) {
       // Too low now: the next refusal once the count is verifyAfterMs old rebuilds it.
       this.logger.warn("hold admission: credit failed", { sku, error: String(error) });
@@ -153,12 +148,12 @@ export class HoldAdmission {
       const attempts = members.map(parseMember).filter((a): a is HoldAttempt & { member: string } => !!a);
       const committed = attempts.length > 0 ? await this.facts.committed(tenant, attempts) : new Set();
       const done = attempts.filter((a) => committed.has(a.attempt)).map((a) => a.member);
-      const reply = (await runScript(
-        this.redis,
-        "hold_rebuild",
-        [keys.level, keys.pending, keys.carry, keys.lock],
-        [available, this.clock(), token, ...done],
-      )) as number[];
+      const reply = (await runScript(this.redis, "hold_rebuild", keys, [
+        available,
+        this.clock(),
+        token,
+        ...done,
+      ])) as number[];
       return reply[0] === ScriptCode.OK;
     } catch (error) {
       // The lock expires by itself; until then holds of this SKU go to the ledger directly.
@@ -173,12 +168,12 @@ export class HoldAdmission {
     try {
       for (let round = 0; round < 4; round++) {
         const now = this.clock();
-        const reply = (await runScript(
-          this.redis,
-          "hold_admit",
-          [keys.level, keys.pending],
-          [member, quantity, now, now + this.admitTtlMs],
-        )) as number[];
+        const reply = (await runScript(this.redis, "hold_admit", keys, [
+          member,
+          quantity,
+          now,
+          now + this.admitTtlMs,
+        ])) as number[];
         if (reply[0] === ScriptCode.OK) return { kind: "admitted", sku, member };
         if (reply[0] === ScriptCode.CONFLICT) {
           const syncedAt = Number(reply[2]);

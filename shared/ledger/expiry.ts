@@ -45,12 +45,12 @@ export function expiryScheduler(events: EventService): ExpiryScheduler {
 }
 
 /** The internal `reservation.expire` handler: releases the hold it was scheduled for, if still held. */
-export function reservationExpiryHandler(ledger: () => StockLedger) {
+export function reservationExpiryHandler(ledger: StockLedger) {
   return defineHandler(
     RESERVATION_EXPIRE,
     z.object({ reservationId: z.string() }),
     async (payload, context) => {
-      const outcome = await ledger().expire(context.tenant, payload.reservationId, context.id);
+      const outcome = await ledger.expire(context.tenant, payload.reservationId, context.id);
       context.logger.info("hold expiry", { reservation: payload.reservationId, outcome });
     },
     { internal: true },

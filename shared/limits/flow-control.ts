@@ -2,7 +2,7 @@ import type { HourglassConfig } from "../config.ts";
 import { limitKeys } from "../engine/keys.ts";
 import type { GroupAllowance } from "../engine/redis-index.ts";
 import { type RedisClient, runScript } from "../engine/scripts.ts";
-import { JournalRequiredError } from "../events/errors.ts";
+import { JournalRequiredError } from "../journal/errors.ts";
 import { TenantRateLimitedError } from "./errors.ts";
 import {
   groupOf,
@@ -96,12 +96,11 @@ export class FlowControl {
     const { createsPerSecond, createsBurst } = this.config.tenantLimits;
     if (createsPerSecond === 0 || n === 0) return;
     const keys = limitKeys(this.config.keyPrefix, tenant);
-    const reply = (await runScript(
-      this.client,
-      "take",
-      [keys.creates],
-      [createsPerSecond, createsBurst, n],
-    )) as [1] | [0, number];
+    const reply = (await runScript(this.client, "take", { creates: keys.creates }, [
+      createsPerSecond,
+      createsBurst,
+      n,
+    ])) as [1] | [0, number];
     if (reply[0] === 0) throw new TenantRateLimitedError(tenant, Number(reply[1]), createsPerSecond);
   }
 
@@ -114,7 +113,10 @@ export class FlowControl {
         const args: (string | number)[] = [leaseMs, this.config.tenantLimits.maxRunning];
         for (const i of indexes) args.push(requests[i]!.type, requests[i]!.member);
         const keys = limitKeys(this.config.keyPrefix, tenant);
-        const reply = (await runScript(this.client, "admit", [keys.running], args)) as (string | number)[];
+        const reply = (await runScript(this.client, "admit", { running: keys.running }, args)) as (
+          | string
+          | number
+        )[];
         indexes.forEach((index, n) => {
           results[index] =
             Number(reply[n * 3]) === 0
@@ -136,7 +138,7 @@ export class FlowControl {
       [...byTenant(requests)].map(async ([tenant, indexes]) => {
         const args: string[] = [];
         for (const i of indexes) args.push(requests[i]!.type, requests[i]!.member);
-        await runScript(this.client, "free", [limitKeys(this.config.keyPrefix, tenant).running], args);
+        await runScript(this.client, "free", limitKeys(this.config.keyPrefix, tenant), args);
       }),
     );
   }
@@ -160,12 +162,11 @@ export class FlowControl {
     const out: GroupAllowance[] = [];
     await Promise.all(
       [...tenants].map(async ([tenant, types]) => {
-        const reply = (await runScript(
-          this.client,
-          "peek",
-          [limitKeys(this.config.keyPrefix, tenant).running],
-          [this.refreshMs, this.config.tenantLimits.maxRunning, ...types],
-        )) as (string | number)[];
+        const reply = (await runScript(this.client, "peek", limitKeys(this.config.keyPrefix, tenant), [
+          this.refreshMs,
+          this.config.tenantLimits.maxRunning,
+          ...types,
+        ])) as (string | number)[];
         types.forEach((type, i) => {
           const allowance = Number(reply[i * 2]);
           if (allowance >= 0)
@@ -199,18 +200,13 @@ export class FlowControl {
   private async mirror(item: StoredLimits): Promise<void> {
     const keys = limitKeys(this.config.keyPrefix, item.tenant);
     const text = (value: number | undefined) => (value === undefined ? "" : String(value));
-    await runScript(
-      this.client,
-      "mirror",
-      [keys.cfg(item.type)],
-      [
-        item.version,
-        item.paused ? "1" : "0",
-        text(item.ratePerSecond),
-        text(item.burst),
-        text(item.maxConcurrency),
-      ],
-    );
+    await runScript(this.client, "mirror", { config: keys.cfg(item.type) }, [
+      item.version,
+      item.paused ? "1" : "0",
+      text(item.ratePerSecond),
+      text(item.burst),
+      text(item.maxConcurrency),
+    ]);
   }
 
   private requireStore(): LimitsStore {

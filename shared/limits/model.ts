@@ -1,7 +1,9 @@
 import { z } from "zod";
 
 /** Why flow control holds an event back (its view's and the stats' `heldBy`). */
-export type HeldBy = "paused" | "rate" | "concurrency";
+import type { HeldBy } from "../model/event.ts";
+
+export type { HeldBy } from "../model/event.ts";
 export const HELD_BY: readonly HeldBy[] = ["paused", "rate", "concurrency"];
 
 /** One type's limits, for one tenant. Absent fields mean no limit of that kind. */

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { createSqsBatchHandler } from "../events/sqs-batch.ts";
 import type { Hourglass } from "../hourglass.ts";
-import { createSqsBatchHandler } from "../transport/sqs-batch.ts";
 import { QueuePoller } from "./poller.ts";
 
 export interface Runtime {

@@ -1,4 +1,7 @@
-import type { Hourglass } from "../hourglass.ts";
+import type { HourglassConfig } from "../config.ts";
+import type { RedisIndex } from "../engine/redis-index.ts";
+import type { RedisClient } from "../engine/scripts.ts";
+import type { EventJournal } from "../journal/journal.ts";
 import { type MetricsWindow, readMetrics, type TenantMetrics } from "./reader.ts";
 import { type Horizon, readTimeline, type Timeline } from "./timeline.ts";
 
@@ -9,7 +12,12 @@ export interface Insights {
 }
 
 export function insightsOf(
-  hourglass: Pick<Hourglass, "redis" | "index" | "config"> & Partial<Pick<Hourglass, "journal">>,
+  hourglass: {
+    readonly redis: RedisClient;
+    readonly index: RedisIndex;
+    readonly config: Pick<HourglassConfig, "keyPrefix">;
+    readonly journal?: EventJournal | undefined;
+  },
   clock = Date.now,
 ): Insights {
   return {

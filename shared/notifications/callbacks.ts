@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Callbacks } from "../events/model.ts";
+import type { Callbacks } from "../model/event.ts";
 
 export type FinalOutcome = "succeeded" | "dead";
 

@@ -1,5 +1,5 @@
-import type { EventStatus } from "../events/model.ts";
-import { parseOccurrenceId } from "../schedules/occurrence-id.ts";
+import { parseOccurrenceId } from "../model/occurrence-id.ts";
+import type { EventStatus } from "../model/status.ts";
 
 /** Every transition an event goes through, each published once when it applies. */
 export const TRANSITIONS = [
@@ -17,7 +17,9 @@ export const TRANSITIONS = [
 export type Transition = (typeof TRANSITIONS)[number];
 
 /** Why flow control held an event back instead of dispatching or starting it. */
-export type HeldBy = "rate" | "concurrency" | "paused";
+import type { HeldBy } from "../model/event.ts";
+
+export type { HeldBy } from "../model/event.ts";
 
 /** The status an event has right after each transition (`held` leaves it where it was). */
 export const STATUS_AFTER: Readonly<Record<Transition, EventStatus>> = {

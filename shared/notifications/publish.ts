@@ -1,5 +1,6 @@
 import { parseMember } from "../engine/keys.ts";
-import type { DispatchMessage, EventStatus } from "../events/model.ts";
+import type { DispatchMessage } from "../model/message.ts";
+import type { EventStatus } from "../model/status.ts";
 import { type HeldBy, STATUS_AFTER, type Transition } from "./model.ts";
 import type { Notifier } from "./notifier.ts";
 

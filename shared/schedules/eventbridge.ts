@@ -1,6 +1,6 @@
 import type { GetScheduleCommandOutput } from "@aws-sdk/client-scheduler";
+import { SCHEDULE_ID } from "../model/occurrence-id.ts";
 import { parseCron } from "./evaluate.ts";
-import { SCHEDULE_ID } from "./occurrence-id.ts";
 import type { CreateScheduleInput } from "./schema.ts";
 
 /**

@@ -1,4 +1,4 @@
-import type { BackoffPolicy, Callbacks } from "../events/model.ts";
+import type { BackoffPolicy, Callbacks } from "../model/event.ts";
 
 export type OverlapPolicy = "allow" | "skip";
 export type CatchUpPolicy = "latest" | "all" | "none";

@@ -1,10 +1,10 @@
 import pMap from "p-map";
 import { EventNotFoundError, EventStateConflictError } from "../events/errors.ts";
-import type { NewEvent } from "../events/model.ts";
 import type { EventService } from "../events/service.ts";
+import type { NewEvent } from "../model/event.ts";
+import { jitterMs, occurrenceId } from "../model/occurrence-id.ts";
 import { between, evaluator } from "./evaluate.ts";
 import { type ScheduleItem, specOf } from "./model.ts";
-import { jitterMs, occurrenceId } from "./occurrence-id.ts";
 import { fingerprintOf } from "./validate.ts";
 
 /** At most this many occurrences are cancelled for one pause, edit or delete. */

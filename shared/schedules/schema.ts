@@ -1,7 +1,7 @@
 // zod as extended by @hono/zod-openapi, so these schemas also describe the public API.
 import { z } from "@hono/zod-openapi";
 import { backoffSchema, callbacksSchema, EVENT_TYPE } from "../events/schema.ts";
-import { SCHEDULE_ID } from "./occurrence-id.ts";
+import { SCHEDULE_ID } from "../model/occurrence-id.ts";
 
 export const eventTemplate = z
   .object({

@@ -1,4 +1,4 @@
-import type { DispatchMessage } from "../events/model.ts";
+import type { DispatchMessage } from "../model/message.ts";
 import type { SendReport, Transport } from "./transport.ts";
 
 /**

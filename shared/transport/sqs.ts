@@ -1,7 +1,7 @@
 import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import pMap from "p-map";
-import type { DispatchMessage } from "../events/model.ts";
-import { delaySecondsFor, encodeMessage, type SendReport, type Transport } from "./transport.ts";
+import { type DispatchMessage, encodeMessage } from "../model/message.ts";
+import { delaySecondsFor, type SendReport, type Transport } from "./transport.ts";
 
 /**
  * SQS's own limits, enforced here because the local emulator is more lenient (it takes 1 MiB

@@ -1,9 +1,8 @@
 import { App, Stack } from "aws-cdk-lib";
-import type { Template as TemplateType } from "aws-cdk-lib/assertions";
-import { Template } from "aws-cdk-lib/assertions";
+import { Template, type Template as TemplateType } from "aws-cdk-lib/assertions";
 import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import { describe, expect, it } from "vitest";
-import { Hourglass, type HourglassProps } from "../../infra/construct/hourglass.ts";
+import { Hourglass } from "../../infra/construct/hourglass.ts";
 import { HourglassPropsError } from "../../infra/construct/props.ts";
 import { HourglassStack, type HourglassStackProps } from "../../infra/stacks/hourglass-stack.ts";
 
@@ -163,7 +162,7 @@ describe("least privilege (issue 9)", () => {
   });
 
   it("runs serverless Valkey with an ElastiCache user and user group whose password is a Secrets Manager secret", () => {
-    const { template: serverless } = synth({ hourglass: { cache: "serverless" } });
+    const { template: serverless } = synth({ hourglass: { redis: { kind: "serverless" } } });
     serverless.resourceCountIs("AWS::ElastiCache::User", 1);
     serverless.resourceCountIs("AWS::ElastiCache::UserGroup", 1);
     const cache = Object.values(serverless.findResources("AWS::ElastiCache::ServerlessCache"))[0]!;
@@ -175,15 +174,15 @@ describe("least privilege (issue 9)", () => {
 
   it("creates no secret a mode does not use", () => {
     const { template: external } = synth({
-      hourglass: { production: false, externalRedis: { url: "redis://redis:6379" } },
+      hourglass: { production: false, redis: { kind: "external", url: "redis://redis:6379" } },
     });
     external.resourceCountIs("AWS::SecretsManager::Secret", 1); // the webhook master secret only
   });
 
-  it("requires rediss:// and a Secrets Manager password for externalRedis in production", () => {
-    const build = (externalRedis: HourglassProps["externalRedis"]) => () =>
+  it("requires rediss:// and a Secrets Manager password for an external Redis in production", () => {
+    const build = (redis: { url: string }) => () =>
       new Hourglass(new Stack(new App({ context: { "aws:cdk:bundling-stacks": [] } })), "H", {
-        externalRedis,
+        redis: { kind: "external", ...redis },
       });
     expect(build({ url: "redis://cache.internal:6379" })).toThrow(HourglassPropsError);
     expect(build({ url: "rediss://:plaintext@cache.internal:6379" })).toThrow(/password/);
@@ -193,7 +192,7 @@ describe("least privilege (issue 9)", () => {
     expect(
       () =>
         new Hourglass(stack, "H", {
-          externalRedis: { url: "rediss://cache.internal:6379", passwordSecret: secret },
+          redis: { kind: "external", url: "rediss://cache.internal:6379", passwordSecret: secret },
         }),
     ).not.toThrow();
   });

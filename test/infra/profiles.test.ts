@@ -140,7 +140,12 @@ describe("the lean profile", () => {
   it("refuses what the lean profile cannot give", () => {
     const stack = new Stack(new App(), "Bad");
     expect(
-      () => new Hourglass(stack, "Hourglass", { profile: "lean", apiKeys: true, cache: "replication-group" }),
+      () =>
+        new Hourglass(stack, "Hourglass", {
+          profile: "lean",
+          apiKeys: true,
+          redis: { kind: "replication-group" },
+        }),
     ).toThrow(HourglassPropsError);
   });
 

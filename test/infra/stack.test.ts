@@ -126,7 +126,7 @@ describe("HourglassStack", () => {
   });
 
   it("drops deletion protection and retention when production is off", () => {
-    const { template: dev } = synth({ hourglass: { production: false, cache: "serverless" } });
+    const { template: dev } = synth({ hourglass: { production: false, redis: { kind: "serverless" } } });
     for (const table of Object.values(dev.findResources("AWS::DynamoDB::GlobalTable"))) {
       expect(table.DeletionPolicy).toBe("Delete");
     }
@@ -151,8 +151,7 @@ describe("Hourglass construct props", () => {
           throttle: { rateLimit: 10, burstLimit: 5 },
           lookAhead: Duration.hours(1),
           indexHorizon: Duration.minutes(30),
-          cache: "serverless",
-          cacheNodeType: "cache.r7g.large",
+          overrides: { queue: { visibilityTimeout: Duration.seconds(10) } },
         });
       } catch (e) {
         return e;
@@ -167,11 +166,49 @@ describe("Hourglass construct props", () => {
       "throttle",
       "lookAhead",
       "indexHorizon",
-      "cacheNodeType",
+      "overrides.queue.visibilityTimeout",
     ]) {
       expect(problems.some((p) => p.startsWith(prop))).toBe(true);
     }
     expect(app.node.findAll().filter((c) => c.node.id === "Vpc")).toHaveLength(0);
+  });
+});
+
+describe("Hourglass construct overrides", () => {
+  it("merges the user's props over Hourglass's defaults, but never over the keys, the bundle or the wiring", () => {
+    const { template } = synth({
+      hourglass: {
+        production: false,
+        overrides: {
+          tables: { deletionProtection: true },
+          queue: { retentionPeriod: Duration.days(4), visibilityTimeout: Duration.minutes(6) },
+          functions: { memorySize: 1024, environment: { MY_FLAG: "on" } },
+          workerFunction: { memorySize: 2048 },
+        },
+      },
+    });
+    // Tables: the override applies, and the key schema is still the one the code queries.
+    const tables = Object.values(template.findResources("AWS::DynamoDB::GlobalTable"));
+    expect(tables).toHaveLength(4);
+    for (const table of tables) {
+      expect(JSON.stringify(table.Properties.Replicas)).toContain('"DeletionProtectionEnabled":true');
+      expect(table.Properties.KeySchema[0]).toMatchObject({ AttributeName: "pk", KeyType: "HASH" });
+    }
+    // Queue: retention changed, the redrive to the dead-letter queue kept.
+    template.hasResourceProperties("AWS::SQS::Queue", {
+      MessageRetentionPeriod: 4 * 86_400,
+      VisibilityTimeout: 360,
+      RedrivePolicy: Match.objectLike({ maxReceiveCount: Match.anyValue() }),
+    });
+    // Functions: per-role beats all-functions beats the defaults; Hourglass's variables survive.
+    const functions = Object.values(template.findResources("AWS::Lambda::Function")).filter(
+      (fn) => fn.Properties.Environment?.Variables?.HOURGLASS_MODE === "aws",
+    );
+    expect(functions.map((fn) => fn.Properties.MemorySize).sort()).toEqual([1024, 1024, 2048]);
+    for (const fn of functions) {
+      expect(fn.Properties.Environment.Variables.MY_FLAG).toBe("on");
+      expect(fn.Properties.Handler).toBe("index.handler");
+    }
   });
 });
 

@@ -5,7 +5,7 @@ import { createApp } from "../../shared/http/app.ts";
 import { type AdminControl, samePrincipal } from "../../shared/http/routes/admin.ts";
 import { type Runtime, startRuntime } from "../../shared/local/runtime.ts";
 import { silentLogger } from "../../shared/logger.ts";
-import { decodeMessage } from "../../shared/transport/transport.ts";
+import { decodeMessage } from "../../shared/model/message.ts";
 import { runCli } from "../support/cli.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";

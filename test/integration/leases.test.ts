@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDynamoClient } from "../../shared/aws.ts";
-import { LeaseHeldError, LeaseValidationError, StaleLeaseError } from "../../shared/leases/errors.ts";
+import {
+  LeaseHeldError,
+  LeaseLostError,
+  LeaseValidationError,
+  StaleLeaseError,
+} from "../../shared/leases/errors.ts";
 import { CLOCK_SKEW_MARGIN_MS, type LeaseGrant, LeaseService } from "../../shared/leases/lease-service.ts";
-import { LeaseLostError, withLease } from "../../shared/leases/with-lease.ts";
+import { withLease } from "../../shared/leases/with-lease.ts";
 import { type TestHourglass, testHourglass } from "../support/harness.ts";
 
 /** Invariant 6: at most one holder at a time, fencing tokens strictly increase. Real DynamoDB Local. */

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DispatchMessage } from "../../shared/events/model.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
+import type { DispatchMessage } from "../../shared/model/message.ts";
 import type { Transport } from "../../shared/transport/transport.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";

@@ -5,12 +5,11 @@ import {
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSqsClient } from "../../shared/aws.ts";
-import type { DispatchMessage } from "../../shared/events/model.ts";
+import { createSqsBatchHandler } from "../../shared/events/sqs-batch.ts";
 import { QueuePoller } from "../../shared/local/poller.ts";
 import { silentLogger } from "../../shared/logger.ts";
+import { type DispatchMessage, decodeMessage } from "../../shared/model/message.ts";
 import { SqsTransport } from "../../shared/transport/sqs.ts";
-import { createSqsBatchHandler } from "../../shared/transport/sqs-batch.ts";
-import { decodeMessage } from "../../shared/transport/transport.ts";
 import { engine, freshTenant } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";

@@ -1,9 +1,9 @@
 import type { EngineDeps } from "../../shared/events/deps.ts";
 import { Dispatcher } from "../../shared/events/dispatcher.ts";
-import type { DispatchMessage } from "../../shared/events/model.ts";
 import { EventService } from "../../shared/events/service.ts";
 import { Worker } from "../../shared/events/worker.ts";
 import { silentLogger } from "../../shared/logger.ts";
+import type { DispatchMessage } from "../../shared/model/message.ts";
 import type { Transport } from "../../shared/transport/transport.ts";
 import type { TestHourglass } from "./harness.ts";
 

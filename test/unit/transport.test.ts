@@ -1,12 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { memberOf, parseMember, shardOf } from "../../shared/engine/keys.ts";
-import {
-  decodeMessage,
-  delaySecondsFor,
-  encodeMessage,
-  MalformedMessageError,
-} from "../../shared/transport/transport.ts";
+import { MalformedMessageError } from "../../shared/model/errors.ts";
+import { decodeMessage, encodeMessage } from "../../shared/model/message.ts";
+import { delaySecondsFor } from "../../shared/transport/transport.ts";
 
 describe("delaySecondsFor", () => {
   it("is the whole seconds until due, within SQS's 0..900, and never makes a message late", () => {

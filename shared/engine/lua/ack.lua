@@ -2,7 +2,7 @@
   Finishes running events whose handlers succeeded: they leave the index entirely. Takes many
   events at once, so a worker's batch costs one round trip.
 
-  KEYS[1] leased   KEYS[2] body   KEYS[3] meta   KEYS[4] stats
+  KEYS  K.leased  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1..] pairs: member, gen
 
   Returns two fields per event, in order:
@@ -19,30 +19,30 @@ local acked = {}
 
 for i = 1, #ARGV, 2 do
   local member = ARGV[i]
-  local body = redis.call("HGET", KEYS[2], member)
+  local body = redis.call("HGET", K.body, member)
   if not body then
-    out[#out + 1] = 4; out[#out + 1] = ""
+    out[#out + 1] = CODE.NOT_FOUND; out[#out + 1] = ""
   else
-    local status, _, gen = readMeta(KEYS[3], member, 0)
+    local status, _, gen = readMeta(K.meta, member, 0)
     if acked[member] then
-      out[#out + 1] = 5; out[#out + 1] = "succeeded"
+      out[#out + 1] = CODE.STALE; out[#out + 1] = "succeeded"
     elseif not status then
-      out[#out + 1] = 5; out[#out + 1] = "unreadable"
+      out[#out + 1] = CODE.STALE; out[#out + 1] = "unreadable"
     elseif status ~= "running" or gen ~= tonumber(ARGV[i + 1]) then
-      out[#out + 1] = 5; out[#out + 1] = status
+      out[#out + 1] = CODE.STALE; out[#out + 1] = status
     else
       acked[member] = true
       done[#done + 1] = member
       countStats(member, body, "running", "succeeded")
-      out[#out + 1] = 0; out[#out + 1] = ""
+      out[#out + 1] = CODE.OK; out[#out + 1] = ""
     end
   end
 end
 
 if #done > 0 then
-  callInSlices("ZREM", KEYS[1], done)
-  callInSlices("HDEL", KEYS[2], done)
-  callInSlices("HDEL", KEYS[3], done)
+  callInSlices("ZREM", K.leased, done)
+  callInSlices("HDEL", K.body, done)
+  callInSlices("HDEL", K.meta, done)
 end
-flushStats(KEYS[4])
+flushStats(K.stats)
 return out

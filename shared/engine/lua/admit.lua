@@ -6,8 +6,9 @@
   the deadline passes: every call prunes expired slots first. free.lua gives them back on every
   outcome. Judged by Redis's clock, so no worker's clock matters.
 
-  KEYS[1] the tenant's running set (its hash tag is the tenant's limits tag; the per-type keys
-          `cfg:<type>`, `bucket:<type>` and `slots:<type>` share it)
+  KEYS  K.running   (declared by name in scripts.ts)
+        K.running is the tenant's running set; its hash tag is the tenant's limits tag, which the
+        per-type `cfg:<type>`, `bucket:<type>` and `slots:<type>` keys share
   ARGV[1] slot lease (ms)   ARGV[2] the tenant's cap on running events (0: none)
   ARGV[3..] pairs: type, member
 
@@ -18,7 +19,7 @@
 ]]
 -- @include bucket
 
-local tag = string.match(KEYS[1], "^(.*):running$")
+local tag = string.match(K.running, "^(.*):running$")
 local now = redisNow()
 local deadline = now + tonumber(ARGV[1])
 local tenantCap = tonumber(ARGV[2])
@@ -30,7 +31,7 @@ local function prune(key)
   end
 end
 
-prune(KEYS[1])
+prune(K.running)
 local out = {}
 for i = 3, #ARGV, 2 do
   local eventType, member = ARGV[i], ARGV[i + 1]
@@ -41,12 +42,12 @@ for i = 3, #ARGV, 2 do
   local reason, retryAfter = false, 0
   if cfg[1] == "1" then
     reason = "paused"
-  elseif redis.call("ZSCORE", KEYS[1], member) then
+  elseif redis.call("ZSCORE", K.running, member) then
     -- Already admitted (the same dispatch asked twice): keep its slot, take nothing new.
     reason = false
   elseif max and redis.call("ZCARD", slots) >= max then
     reason = "concurrency"
-  elseif tenantCap > 0 and redis.call("ZCARD", KEYS[1]) >= tenantCap then
+  elseif tenantCap > 0 and redis.call("ZCARD", K.running) >= tenantCap then
     reason = "concurrency"
   elseif rate and rate > 0 then
     local ok, wait = bucketTake(tag .. ":bucket:" .. eventType, now, rate, burst or math.max(1, math.ceil(rate)), 1)
@@ -58,7 +59,7 @@ for i = 3, #ARGV, 2 do
     out[#out + 1] = 1; out[#out + 1] = reason; out[#out + 1] = retryAfter
   else
     redis.call("ZADD", slots, deadline, member)
-    redis.call("ZADD", KEYS[1], deadline, member)
+    redis.call("ZADD", K.running, deadline, member)
     out[#out + 1] = 0; out[#out + 1] = ""; out[#out + 1] = 0
   end
 end

@@ -11,8 +11,7 @@
   to that time), and only confirmed tombstones older than `keep` are pruned, here: by then every
   journal read that predates the cancel has been applied or dropped.
 
-  KEYS[1] due   KEYS[2] leased   KEYS[3] dead   KEYS[4] body   KEYS[5] meta   KEYS[6] stats
-  KEYS[7] cancelled (tombstones)
+  KEYS  K.due  K.leased  K.dead  K.body  K.meta  K.stats  K.cancelled   (declared by name in scripts.ts)
   ARGV[1] member   ARGV[2] now (ms)   ARGV[3] keep tombstones for (ms)
 
   Returns:
@@ -26,24 +25,21 @@ local member = ARGV[1]
 local now = tonumber(ARGV[2])
 -- Larger than any time: an unconfirmed tombstone is never pruned.
 local UNCONFIRMED = 9e15
-redis.call("ZREMRANGEBYSCORE", KEYS[7], "-inf", "(" .. string.format("%d", now - tonumber(ARGV[3])))
-local body = redis.call("HGET", KEYS[4], member)
+redis.call("ZREMRANGEBYSCORE", K.cancelled, "-inf", "(" .. string.format("%d", now - tonumber(ARGV[3])))
+local body = redis.call("HGET", K.body, member)
 if not body then
-  redis.call("ZADD", KEYS[7], UNCONFIRMED, member)
-  return {4}
+  redis.call("ZADD", K.cancelled, UNCONFIRMED, member)
+  return {CODE.NOT_FOUND}
 end
 -- An unreadable entry cannot be shown to be running; cancelling it makes sure it never runs.
-local status = readMeta(KEYS[5], member, 0)
+local status = readMeta(K.meta, member, 0)
 if status == "running" or status == "dead" then
-  return {8, status}
+  return {CODE.CONFLICT, status}
 end
 
-redis.call("ZADD", KEYS[7], UNCONFIRMED, member)
+redis.call("ZADD", K.cancelled, UNCONFIRMED, member)
 -- A held-back (parked) event leaves its group too.
-unpark(shardTag(KEYS[1]), member, body)
-redis.call("ZREM", KEYS[1], member)
-redis.call("ZREM", KEYS[2], member)
-redis.call("HDEL", KEYS[4], member)
-redis.call("HDEL", KEYS[5], member)
-bumpStats(KEYS[6], member, body, status, "cancelled")
-return {0, status or "unreadable"}
+unpark(shardTag(K.due), member, body)
+-- Not dead (refused above), so not in `dead`.
+dropEntry(member, body, status, "cancelled")
+return {CODE.OK, status or "unreadable"}

@@ -14,8 +14,7 @@
   group, and they stay in the index. Parked events are released first, in due order, as far as
   their group's allowance goes; a group no longer listed has no limit left and is released in full.
 
-  KEYS[1] due   KEYS[2] leased   KEYS[3] body   KEYS[4] meta   KEYS[5] stats   KEYS[6] epoch
-  KEYS[7] quarantine
+  KEYS  K.due  K.leased  K.body  K.meta  K.stats  K.epoch  K.quarantine   (declared by name in scripts.ts)
   ARGV[1] now (ms)   ARGV[2] dueUntil (ms)   ARGV[3] limit   ARGV[4] dispatch lease (ms)
   ARGV[5] g, the number of listed groups, then g triples: group, allowance, reason
           ("paused"|"rate"|"concurrency")
@@ -30,13 +29,10 @@
 ]]
 -- @include state
 
-if redis.call("EXISTS", KEYS[6]) == 0 then
-  return {9}
+if redis.call("EXISTS", K.epoch) == 0 then
+  return {CODE.EPOCH_MISSING}
 end
 
-local k = {
-  due = KEYS[1], leased = KEYS[2], body = KEYS[3], meta = KEYS[4], stats = KEYS[5], quarantine = KEYS[7],
-}
 local now = tonumber(ARGV[1])
 local dueUntil = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
@@ -46,7 +42,7 @@ local quarantined = {}
 local leases = {}
 local metas = {}
 local fromDue = {}
-local tag = shardTag(KEYS[1])
+local tag = shardTag(K.due)
 local allow, why, taken = {}, {}, {}
 local parked = 0
 for i = 6, 5 + 3 * tonumber(ARGV[5] or "0"), 3 do
@@ -63,16 +59,16 @@ end
 
 local function claim(member, status, attempt, gen, runAt, version, redelivered)
   if not status then
-    quarantine(k, member, "unreadable meta")
+    quarantine(K, member, "unreadable meta")
     quarantined[#quarantined + 1] = member
     return
   end
-  local body = redis.call("HGET", KEYS[3], member)
+  local body = redis.call("HGET", K.body, member)
   if not body then
     -- An orphan entry (its body is gone): drop it rather than dispatch something unrunnable.
-    redis.call("ZREM", KEYS[1], member)
-    redis.call("ZREM", KEYS[2], member)
-    redis.call("HDEL", KEYS[4], member)
+    redis.call("ZREM", K.due, member)
+    redis.call("ZREM", K.leased, member)
+    redis.call("HDEL", K.meta, member)
     return
   end
   metas[#metas + 1] = member
@@ -87,9 +83,9 @@ local function claim(member, status, attempt, gen, runAt, version, redelivered)
   out[#out + 1] = redelivered
 end
 
-local expired = redis.call("ZRANGEBYSCORE", KEYS[2], "-inf", now, "LIMIT", 0, limit)
+local expired = redis.call("ZRANGEBYSCORE", K.leased, "-inf", now, "LIMIT", 0, limit)
 for _, member in ipairs(expired) do
-  local status, attempt, gen, runAt, version = readMeta(KEYS[4], member, now)
+  local status, attempt, gen, runAt, version = readMeta(K.meta, member, now)
   claim(member, status, attempt, gen, runAt, version, 1)
 end
 
@@ -102,10 +98,10 @@ for _, group in ipairs(redis.call("SMEMBERS", tag .. ":heldgroups")) do
   local n = math.min(allow[group] or room, room)
   if n > 0 then
     for _, member in ipairs(redis.call("ZRANGEBYSCORE", tag .. ":held:" .. group, "-inf", dueUntil, "LIMIT", 0, n)) do
-      local body = redis.call("HGET", KEYS[3], member)
+      local body = redis.call("HGET", K.body, member)
       redis.call("ZREM", tag .. ":held:" .. group, member)
       unpark(tag, member, body)
-      local status, attempt, gen, runAt, version = readMeta(KEYS[4], member, 0)
+      local status, attempt, gen, runAt, version = readMeta(K.meta, member, 0)
       claim(member, status, attempt, gen, runAt, version, 0)
       take(group)
       room = room - 1
@@ -117,17 +113,17 @@ for _, group in ipairs(redis.call("SMEMBERS", tag .. ":heldgroups")) do
 end
 
 if room > 0 then
-  local due = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", dueUntil, "WITHSCORES", "LIMIT", 0, room)
+  local due = redis.call("ZRANGEBYSCORE", K.due, "-inf", dueUntil, "WITHSCORES", "LIMIT", 0, room)
   for i = 1, #due, 2 do
     local member, runAt = due[i], tonumber(due[i + 1])
-    local status, attempt, gen, _, version = readMeta(KEYS[4], member, runAt)
+    local status, attempt, gen, _, version = readMeta(K.meta, member, runAt)
     fromDue[#fromDue + 1] = member
-    local body = status and redis.call("HGET", KEYS[3], member)
+    local body = status and redis.call("HGET", K.body, member)
     local group = body and groupOf(member, body)
     local left = group and allow[group]
     if left and (left <= 0 or redis.call("EXISTS", tag .. ":held:" .. group) == 1) then
       -- Held back: behind its group's allowance, or behind events of its group already waiting.
-      local waiting = park(tag, KEYS[2], KEYS[4], member, body, attempt, gen, runAt, version, why[group])
+      local waiting = park(tag, K.leased, K.meta, member, body, attempt, gen, runAt, version, why[group])
       countStats(member, body, status, waiting)
       parked = parked + 1
     else
@@ -140,16 +136,16 @@ if room > 0 then
 end
 
 if #fromDue > 0 then
-  callInSlices("ZREM", KEYS[1], fromDue)
+  callInSlices("ZREM", K.due, fromDue)
 end
 if #metas > 0 then
-  callInSlices("HSET", KEYS[4], metas)
+  callInSlices("HSET", K.meta, metas)
 end
 if #leases > 0 then
-  callInSlices("ZADD", KEYS[2], leases)
+  callInSlices("ZADD", K.leased, leases)
 end
-flushStats(KEYS[5])
-local reply = {0, #quarantined, parked, 0}
+flushStats(K.stats)
+local reply = {CODE.OK, #quarantined, parked, 0}
 for group, n in pairs(taken) do
   reply[#reply + 1] = group
   reply[#reply + 1] = n

@@ -7,7 +7,7 @@
   version the caller's reschedule got, and be due beyond the near horizon by Redis's clock too.
   A later reschedule (a newer version), a claim or a cancel in between leaves it alone.
 
-  KEYS[1] due   KEYS[2] body   KEYS[3] meta   KEYS[4] stats
+  KEYS  K.due  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] member   ARGV[2] version   ARGV[3] now (ms)   ARGV[4] near horizon + margin (ms)
 
   Returns: 0 OK (evicted), 5 STALE (moved, claimed or changed since, or near after all;
@@ -17,21 +17,21 @@
 -- @include horizon
 
 local member = ARGV[1]
-local body = redis.call("HGET", KEYS[2], member)
+local body = redis.call("HGET", K.body, member)
 if not body then
-  return 4
+  return CODE.NOT_FOUND
 end
-local score = redis.call("ZSCORE", KEYS[1], member)
-local status, _, _, _, version = readMeta(KEYS[3], member, 0)
+local score = redis.call("ZSCORE", K.due, member)
+local status, _, _, _, version = readMeta(K.meta, member, 0)
 if not score or (status ~= "scheduled" and status ~= "retrying") or version ~= tonumber(ARGV[2]) then
-  return 5
+  return CODE.STALE
 end
 local limit = nearLimit(tonumber(ARGV[3]), ARGV[4])
 if not limit or tonumber(score) <= limit then
-  return 5
+  return CODE.STALE
 end
-redis.call("ZREM", KEYS[1], member)
-redis.call("HDEL", KEYS[2], member)
-redis.call("HDEL", KEYS[3], member)
-bumpStats(KEYS[4], member, body, status, false)
-return 0
+redis.call("ZREM", K.due, member)
+redis.call("HDEL", K.body, member)
+redis.call("HDEL", K.meta, member)
+bumpStats(K.stats, member, body, status, false)
+return CODE.OK

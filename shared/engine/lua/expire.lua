@@ -6,25 +6,25 @@
   Confirmed cancel tombstones (see cancel.lua) older than the cutoff go too: no journal read that
   predates them can still be in flight. Unconfirmed ones (score UNCONFIRMED) are never pruned.
 
-  KEYS[1] dead   KEYS[2] body   KEYS[3] meta   KEYS[4] stats   KEYS[5] cancelled (tombstones)
+  KEYS  K.dead  K.body  K.meta  K.stats  K.cancelled   (declared by name in scripts.ts)
   ARGV[1] cutoff (ms): entries that died before it go   ARGV[2] limit
 
   Returns the number of entries dropped (fewer than the limit: none older are left).
 ]]
 -- @include state
 
-local old = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", "(" .. ARGV[1], "LIMIT", 0, tonumber(ARGV[2]))
+local old = redis.call("ZRANGEBYSCORE", K.dead, "-inf", "(" .. ARGV[1], "LIMIT", 0, tonumber(ARGV[2]))
 for _, member in ipairs(old) do
-  local body = redis.call("HGET", KEYS[2], member)
+  local body = redis.call("HGET", K.body, member)
   if body then
     countStats(member, body, "dead", false)
   end
 end
 if #old > 0 then
-  callInSlices("ZREM", KEYS[1], old)
-  callInSlices("HDEL", KEYS[2], old)
-  callInSlices("HDEL", KEYS[3], old)
+  callInSlices("ZREM", K.dead, old)
+  callInSlices("HDEL", K.body, old)
+  callInSlices("HDEL", K.meta, old)
 end
-flushStats(KEYS[4])
-redis.call("ZREMRANGEBYSCORE", KEYS[5], "-inf", "(" .. ARGV[1])
+flushStats(K.stats)
+redis.call("ZREMRANGEBYSCORE", K.cancelled, "-inf", "(" .. ARGV[1])
 return #old

@@ -3,7 +3,7 @@
   finished (for example a worker crashed between the journal write and the ack), or when the
   entry is a leftover of an older event under the same id whose journal item has expired.
 
-  KEYS[1] due   KEYS[2] leased   KEYS[3] dead   KEYS[4] body   KEYS[5] meta   KEYS[6] stats
+  KEYS  K.due  K.leased  K.dead  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] member   ARGV[2] final status for the counters ("succeeded"|"cancelled"|"dead"), or ""
           to only remove it from the counters (a leftover)
 
@@ -12,22 +12,17 @@
 -- @include state
 
 local member = ARGV[1]
-local body = redis.call("HGET", KEYS[4], member)
+local body = redis.call("HGET", K.body, member)
 if not body then
-  return {4}
+  return {CODE.NOT_FOUND}
 end
 -- An unreadable meta has no status to count down from.
-local status = readMeta(KEYS[5], member, 0)
+local status = readMeta(K.meta, member, 0)
 
-unpark(shardTag(KEYS[1]), member, body)
-redis.call("ZREM", KEYS[1], member)
-redis.call("ZREM", KEYS[2], member)
-redis.call("ZREM", KEYS[3], member)
-redis.call("HDEL", KEYS[4], member)
-redis.call("HDEL", KEYS[5], member)
+unpark(shardTag(K.due), member, body)
 local final = ARGV[2]
 if final == "" then
   final = false
 end
-bumpStats(KEYS[6], member, body, status, final)
-return {0, status or "unreadable"}
+dropEntry(member, body, status, final)
+return {CODE.OK, status or "unreadable"}

@@ -11,7 +11,7 @@
   A worker that dies between the two leaves a running event whose lease runs out: redelivered,
   with that attempt counted, as for any crash after start.
 
-  KEYS[1] leased   KEYS[2] body   KEYS[3] meta   KEYS[4] stats
+  KEYS  K.leased  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] reason ("paused"|"rate"|"concurrency")
   ARGV[2] "running" (started by this message: give the attempt back) or "dispatched"
   ARGV[3..] pairs: member, gen (from the message)
@@ -23,7 +23,7 @@
 ]]
 -- @include state
 
-local tag = shardTag(KEYS[1])
+local tag = shardTag(K.leased)
 local out = {}
 local from = ARGV[2]
 local giveBack = 0
@@ -32,20 +32,20 @@ if from == "running" then
 end
 for i = 3, #ARGV, 2 do
   local member, gen = ARGV[i], tonumber(ARGV[i + 1])
-  local body = redis.call("HGET", KEYS[2], member)
+  local body = redis.call("HGET", K.body, member)
   if not body then
-    out[#out + 1] = 4
+    out[#out + 1] = CODE.NOT_FOUND
   else
-    local status, attempt, currentGen, runAt, version = readMeta(KEYS[3], member, 0)
+    local status, attempt, currentGen, runAt, version = readMeta(K.meta, member, 0)
     if status ~= from or currentGen ~= gen then
-      out[#out + 1] = 5
+      out[#out + 1] = CODE.STALE
     else
-      local waiting = park(tag, KEYS[1], KEYS[3], member, body, math.max(0, attempt - giveBack), currentGen,
+      local waiting = park(tag, K.leased, K.meta, member, body, math.max(0, attempt - giveBack), currentGen,
         runAt, version, ARGV[1])
       countStats(member, body, from, waiting)
-      out[#out + 1] = 0
+      out[#out + 1] = CODE.OK
     end
   end
 end
-flushStats(KEYS[4])
+flushStats(K.stats)
 return out

@@ -11,7 +11,7 @@
   expires and its quantity comes back here, so a leaked admission refuses nothing for longer
   than its deadline.
 
-  KEYS[1] level (HASH available, syncedAt)   KEYS[2] pending (ZSET member → deadline ms)
+  KEYS  K.level  K.pending   (declared by name in scripts.ts)
   ARGV[1] member   ARGV[2] quantity   ARGV[3] now (ms)   ARGV[4] deadline (ms)
 
   Returns:
@@ -20,27 +20,27 @@
     {9}                             EPOCH_MISSING: no level for this SKU (never built, or Redis
                                     lost it); the caller rebuilds it from the ledger
 ]]
-if redis.call("EXISTS", KEYS[1]) == 0 then
-  return {9}
+if redis.call("EXISTS", K.level) == 0 then
+  return {CODE.EPOCH_MISSING}
 end
 local now = tonumber(ARGV[3])
 
 -- Leaked admissions (their process never settled them) give their quantity back.
-local expired = redis.call("ZRANGEBYSCORE", KEYS[2], "-inf", "(" .. ARGV[3])
+local expired = redis.call("ZRANGEBYSCORE", K.pending, "-inf", "(" .. ARGV[3])
 if #expired > 0 then
   local back = 0
   for _, member in ipairs(expired) do
     back = back + (tonumber(string.match(member, "^(%d+)|")) or 0)
   end
-  redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", "(" .. ARGV[3])
-  redis.call("HINCRBY", KEYS[1], "available", back)
+  redis.call("ZREMRANGEBYSCORE", K.pending, "-inf", "(" .. ARGV[3])
+  redis.call("HINCRBY", K.level, "available", back)
 end
 
 local quantity = tonumber(ARGV[2])
-local available = tonumber(redis.call("HGET", KEYS[1], "available")) or 0
+local available = tonumber(redis.call("HGET", K.level, "available")) or 0
 if available < quantity then
-  return {8, available, tonumber(redis.call("HGET", KEYS[1], "syncedAt")) or 0}
+  return {CODE.CONFLICT, available, tonumber(redis.call("HGET", K.level, "syncedAt")) or 0}
 end
-redis.call("HINCRBY", KEYS[1], "available", -quantity)
-redis.call("ZADD", KEYS[2], tonumber(ARGV[4]), ARGV[1])
-return {0, available - quantity}
+redis.call("HINCRBY", K.level, "available", -quantity)
+redis.call("ZADD", K.pending, tonumber(ARGV[4]), ARGV[1])
+return {CODE.OK, available - quantity}

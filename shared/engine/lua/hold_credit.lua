@@ -7,18 +7,18 @@
   committed. A change it did include is then counted twice, which errs high (the ledger's own
   condition catches that), never low.
 
-  KEYS[1] level (HASH)   KEYS[2] carry (STRING)   KEYS[3] rebuild lock (STRING)
+  KEYS  K.level  K.carry  K.lock   (declared by name in scripts.ts)
   ARGV[1] quantity   ARGV[2] carry lifetime (ms)
 
   Returns:
     {0}   OK
 ]]
 local quantity = tonumber(ARGV[1])
-if redis.call("EXISTS", KEYS[3]) == 1 then
-  redis.call("INCRBY", KEYS[2], quantity)
-  redis.call("PEXPIRE", KEYS[2], tonumber(ARGV[2]))
+if redis.call("EXISTS", K.lock) == 1 then
+  redis.call("INCRBY", K.carry, quantity)
+  redis.call("PEXPIRE", K.carry, tonumber(ARGV[2]))
 end
-if redis.call("EXISTS", KEYS[1]) == 1 then
-  redis.call("HINCRBY", KEYS[1], "available", quantity)
+if redis.call("EXISTS", K.level) == 1 then
+  redis.call("HINCRBY", K.level, "available", quantity)
 end
-return {0}
+return {CODE.OK}

@@ -3,7 +3,7 @@
   clock, in one call on the shard's slot: on a cluster the clock is that of the node holding the
   shard, the same clock schedule.lua and restore.lua judge "near" by.
 
-  KEYS[1] horizon (HASH: loaded, target, cursor)   KEYS[2] epoch   KEYS[3] rebuild
+  KEYS  K.horizon  K.epoch  K.rebuild   (declared by name in scripts.ts)
 
   Returns {redisNow (ms), loaded or "", target or "", cursor or "", epoch 1|0, rebuilding 1|0}
     loaded   every pending journal event of the shard due at or before it is in the index (or
@@ -13,12 +13,12 @@
 
 local time = redis.call("TIME")
 local redisNow = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local state = redis.call("HMGET", KEYS[1], "loaded", "target", "cursor")
+local state = redis.call("HMGET", K.horizon, "loaded", "target", "cursor")
 return {
   redisNow,
   state[1] or "",
   state[2] or "",
   state[3] or "",
-  redis.call("EXISTS", KEYS[2]),
-  redis.call("EXISTS", KEYS[3]),
+  redis.call("EXISTS", K.epoch),
+  redis.call("EXISTS", K.rebuild),
 }

@@ -1,7 +1,7 @@
 --[[
   Reads one event's live state atomically (its meta and the score that goes with its status).
 
-  KEYS[1] due   KEYS[2] leased   KEYS[3] body   KEYS[4] meta
+  KEYS  K.due  K.leased  K.body  K.meta   (declared by name in scripts.ts)
   ARGV[1] member
 
   Returns:
@@ -12,13 +12,13 @@
 -- @include state
 
 local member = ARGV[1]
-local body = redis.call("HGET", KEYS[3], member)
+local body = redis.call("HGET", K.body, member)
 if not body then
-  return {4}
+  return {CODE.NOT_FOUND}
 end
-local dueScore = redis.call("ZSCORE", KEYS[1], member)
-local status, attempt, gen, runAt = readMeta(KEYS[4], member, tonumber(dueScore or 0))
+local dueScore = redis.call("ZSCORE", K.due, member)
+local status, attempt, gen, runAt = readMeta(K.meta, member, tonumber(dueScore or 0))
 if not status then
-  return {4}
+  return {CODE.NOT_FOUND}
 end
-return {0, status, attempt, gen, runAt, body, redis.call("HGET", shardTag(KEYS[1]) .. ":holds", member) or ""}
+return {CODE.OK, status, attempt, gen, runAt, body, redis.call("HGET", shardTag(K.due) .. ":holds", member) or ""}

@@ -3,7 +3,7 @@
   its allowance for claim.lua, and the reason for the rest. Read-only. An estimate: admit.lua, at
   start, is the judge.
 
-  KEYS[1] the tenant's running set (the per-type keys share its hash tag)
+  KEYS  K.running   (declared by name in scripts.ts)
   ARGV[1] horizon (ms): tokens that will have refilled by then count   ARGV[2] the tenant's cap (0: none)
   ARGV[3..] types
 
@@ -11,12 +11,12 @@
 ]]
 -- @include bucket
 
-local tag = string.match(KEYS[1], "^(.*):running$")
+local tag = string.match(K.running, "^(.*):running$")
 local now = redisNow()
 local tenantCap = tonumber(ARGV[2])
 local tenantLeft = -1
 if tenantCap > 0 then
-  tenantLeft = math.max(0, tenantCap - redis.call("ZCOUNT", KEYS[1], "(" .. now, "+inf"))
+  tenantLeft = math.max(0, tenantCap - redis.call("ZCOUNT", K.running, "(" .. now, "+inf"))
 end
 local out = {}
 for i = 3, #ARGV do

@@ -3,7 +3,7 @@
   tick sends them again instead of waiting for the whole lease (up to minutes) to run out. Only
   the dispatch that took the lease (same gen, still dispatched) can give it back.
 
-  KEYS[1] leased   KEYS[2] meta
+  KEYS  K.leased  K.meta   (declared by name in scripts.ts)
   ARGV[1] new lease deadline (ms)   ARGV[2..] pairs: member, gen
 
   Returns one code per event, in order: 0 OK, 5 STALE (moved on since), 4 NOT_FOUND
@@ -15,15 +15,15 @@ local codes = {}
 
 for i = 2, #ARGV, 2 do
   local member, gen = ARGV[i], tonumber(ARGV[i + 1])
-  if not redis.call("ZSCORE", KEYS[1], member) then
-    codes[#codes + 1] = 4
+  if not redis.call("ZSCORE", K.leased, member) then
+    codes[#codes + 1] = CODE.NOT_FOUND
   else
-    local status, _, currentGen = readMeta(KEYS[2], member, 0)
+    local status, _, currentGen = readMeta(K.meta, member, 0)
     if status ~= "dispatched" or currentGen ~= gen then
-      codes[#codes + 1] = 5
+      codes[#codes + 1] = CODE.STALE
     else
-      redis.call("ZADD", KEYS[1], "XX", at, member)
-      codes[#codes + 1] = 0
+      redis.call("ZADD", K.leased, "XX", at, member)
+      codes[#codes + 1] = CODE.OK
     end
   end
 end

@@ -9,58 +9,58 @@
   - a sync from the journal (ARGV[6] = the journal's version) applies only when the journal is at
     least as new as the index: the dispatcher uses it when the index lost a write the journal has.
 
-  KEYS[1] due   KEYS[2] leased   KEYS[3] body   KEYS[4] meta   KEYS[5] stats
+  KEYS  K.due  K.leased  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] member   ARGV[2] runAt (ms)   ARGV[3] now (ms)   ARGV[4] dispatchUntil (ms)
   ARGV[5] dispatch lease (ms)   ARGV[6] "" or the journal's version
 
   Returns:
-    {1, version}                  SCHEDULED: waiting in `due`
-    {2, attempt, gen, version}    DISPATCHED: due within the look-ahead; the caller must send it
-    {5, version}                  STALE: a sync older than the index's version; nothing changed
-    {8, status}                   CONFLICT: running or dead ("unreadable": meta cannot be read)
-    {4}                           NOT_FOUND
+    {SCHEDULED, version}                 waiting in `due`
+    {DISPATCHED, attempt, gen, version}  due within the look-ahead; the caller must send it
+    {STALE, version}                     a sync older than the index's version; nothing changed
+    {CONFLICT, status}                   running or dead ("unreadable": meta cannot be read)
+    {NOT_FOUND}
 ]]
 -- @include state
 
 local member = ARGV[1]
 local runAt = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
-local body = redis.call("HGET", KEYS[3], member)
+local body = redis.call("HGET", K.body, member)
 if not body then
-  return {4}
+  return {CODE.NOT_FOUND}
 end
-local status, attempt, gen, _, version = readMeta(KEYS[4], member, 0)
+local status, attempt, gen, _, version = readMeta(K.meta, member, 0)
 if not status then
-  return {8, "unreadable"}
+  return {CODE.CONFLICT, "unreadable"}
 end
 if status == "running" or status == "dead" then
-  return {8, status}
+  return {CODE.CONFLICT, status}
 end
 if ARGV[6] == "" then
   version = version + 1
 elseif tonumber(ARGV[6]) < version then
-  return {5, version}
+  return {CODE.STALE, version}
 else
   version = tonumber(ARGV[6])
 end
 
 -- A held-back (parked) event leaves its group: it is moved like any waiting event, and its new
 -- time is judged by the limits again when it is claimed.
-unpark(shardTag(KEYS[1]), member, body)
+unpark(shardTag(K.due), member, body)
 if runAt <= tonumber(ARGV[4]) then
-  writeMeta(KEYS[4], member, "dispatched", attempt, gen + 1, runAt, version)
-  redis.call("ZREM", KEYS[1], member)
-  redis.call("ZADD", KEYS[2], math.max(runAt, now) + tonumber(ARGV[5]), member)
-  bumpStats(KEYS[5], member, body, status, "dispatched")
-  return {2, attempt, gen + 1, version}
+  writeMeta(K.meta, member, "dispatched", attempt, gen + 1, runAt, version)
+  redis.call("ZREM", K.due, member)
+  redis.call("ZADD", K.leased, math.max(runAt, now) + tonumber(ARGV[5]), member)
+  bumpStats(K.stats, member, body, status, "dispatched")
+  return {CODE.DISPATCHED, attempt, gen + 1, version}
 end
 
 local waiting = "scheduled"
 if attempt > 0 then
   waiting = "retrying"
 end
-writeMeta(KEYS[4], member, waiting, attempt, gen + 1, runAt, version)
-redis.call("ZREM", KEYS[2], member)
-redis.call("ZADD", KEYS[1], runAt, member)
-bumpStats(KEYS[5], member, body, status, waiting)
-return {1, version}
+writeMeta(K.meta, member, waiting, attempt, gen + 1, runAt, version)
+redis.call("ZREM", K.leased, member)
+redis.call("ZADD", K.due, runAt, member)
+bumpStats(K.stats, member, body, status, waiting)
+return {CODE.SCHEDULED, version}

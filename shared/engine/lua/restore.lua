@@ -12,8 +12,7 @@
   - A pending event the index does not know and that is due beyond the near horizon (ARGV[3], see
     includes/horizon.lua) is left to the journal (FAR): the dispatcher's loader promotes it later.
 
-  KEYS[1] due   KEYS[2] dead   KEYS[3] body   KEYS[4] meta   KEYS[5] stats   KEYS[6] cancelled
-  KEYS[7] quarantine
+  KEYS  K.due  K.dead  K.body  K.meta  K.stats  K.cancelled  K.quarantine   (declared by name in scripts.ts)
   ARGV[1] now (ms)   ARGV[2] "1" for a replay, else "0"
   ARGV[3] near horizon + margin (ms), or "" to restore whatever the due time
   ARGV[4..] sextuples: member, runAt (ms), body, attempt, status ("scheduled"|"retrying"|"dead"),
@@ -33,42 +32,42 @@ for i = 4, #ARGV, 6 do
   local member, runAt, body = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
   local attempt, status, version = tonumber(ARGV[i + 3]), ARGV[i + 4], tonumber(ARGV[i + 5])
   if replay then
-    redis.call("ZREM", KEYS[6], member)
+    redis.call("ZREM", K.cancelled, member)
   end
-  local tombstoned = redis.call("ZSCORE", KEYS[6], member)
-  if tombstoned and redis.call("HEXISTS", KEYS[3], member) == 1 then
+  local tombstoned = redis.call("ZSCORE", K.cancelled, member)
+  if tombstoned and redis.call("HEXISTS", K.body, member) == 1 then
     -- A cancel takes its event out of the index, and only the create of a new event under the
     -- same id puts one back: this tombstone belongs to an earlier cancel (say, of an id that did
     -- not exist yet), and must not cancel the new event.
-    redis.call("ZREM", KEYS[6], member)
+    redis.call("ZREM", K.cancelled, member)
     tombstoned = false
   end
   if tombstoned then
-    codes[#codes + 1] = 12
-  elseif limit and status ~= "dead" and runAt > limit and redis.call("HEXISTS", KEYS[3], member) == 0 then
-    codes[#codes + 1] = 13
-  elseif redis.call("HSETNX", KEYS[3], member, body) == 0 then
-    local current, currentAttempt, gen, _, currentVersion = readMeta(KEYS[4], member, 0)
-    local waiting = redis.call("ZSCORE", KEYS[1], member)
+    codes[#codes + 1] = CODE.TOMBSTONED
+  elseif limit and status ~= "dead" and runAt > limit and redis.call("HEXISTS", K.body, member) == 0 then
+    codes[#codes + 1] = CODE.FAR
+  elseif redis.call("HSETNX", K.body, member, body) == 0 then
+    local current, currentAttempt, gen, _, currentVersion = readMeta(K.meta, member, 0)
+    local waiting = redis.call("ZSCORE", K.due, member)
     if waiting and (current == "scheduled" or current == "retrying") and currentVersion < version then
-      writeMeta(KEYS[4], member, current, currentAttempt, gen + 1, runAt, version)
-      redis.call("ZADD", KEYS[1], runAt, member)
+      writeMeta(K.meta, member, current, currentAttempt, gen + 1, runAt, version)
+      redis.call("ZADD", K.due, runAt, member)
     end
-    codes[#codes + 1] = 11
+    codes[#codes + 1] = CODE.PRESENT
   else
-    writeMeta(KEYS[4], member, status, attempt, now, runAt, version)
+    writeMeta(K.meta, member, status, attempt, now, runAt, version)
     if status == "dead" then
-      redis.call("ZADD", KEYS[2], now, member)
+      redis.call("ZADD", K.dead, now, member)
     else
-      redis.call("ZADD", KEYS[1], runAt, member)
+      redis.call("ZADD", K.due, runAt, member)
     end
     countStats(member, body, false, status)
-    if redis.call("HDEL", KEYS[7], member) == 1 then
+    if redis.call("HDEL", K.quarantine, member) == 1 then
       countStats(member, body, "quarantined", false)
     end
-    codes[#codes + 1] = 10
+    codes[#codes + 1] = CODE.RESTORED
   end
 end
 
-flushStats(KEYS[5])
+flushStats(K.stats)
 return codes

@@ -8,7 +8,7 @@
   index still says dead; whoever sees that revives the entry. `diedBefore` guards against a stale
   journal read: an entry that died after the journal's replay (a later death) is left dead.
 
-  KEYS[1] due   KEYS[2] leased   KEYS[3] dead   KEYS[4] body   KEYS[5] meta   KEYS[6] stats
+  KEYS  K.due  K.leased  K.dead  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] now (ms)   ARGV[2] dispatchUntil (ms; 0: never claim on the spot)   ARGV[3] dispatch lease (ms)
   ARGV[4..] triples: member, runAt (ms), diedBefore (ms; 0: no guard)
 
@@ -28,31 +28,31 @@ local out = {}
 
 for i = 4, #ARGV, 3 do
   local member, runAt, diedBefore = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  local body = redis.call("HGET", KEYS[4], member)
+  local body = redis.call("HGET", K.body, member)
   local status, gen, version = "", 0, 0
   if body then
     local _
-    status, _, gen, _, version = readMeta(KEYS[5], member, 0)
+    status, _, gen, _, version = readMeta(K.meta, member, 0)
   end
-  local diedAt = body and status == "dead" and tonumber(redis.call("ZSCORE", KEYS[3], member) or 0)
+  local diedAt = body and status == "dead" and tonumber(redis.call("ZSCORE", K.dead, member) or 0)
   if not body then
-    out[#out + 1] = 4; out[#out + 1] = ""; out[#out + 1] = ""
+    out[#out + 1] = CODE.NOT_FOUND; out[#out + 1] = ""; out[#out + 1] = ""
   elseif status ~= "dead" then
-    out[#out + 1] = 8; out[#out + 1] = status or "unreadable"; out[#out + 1] = ""
+    out[#out + 1] = CODE.CONFLICT; out[#out + 1] = status or "unreadable"; out[#out + 1] = ""
   elseif diedBefore > 0 and diedAt > diedBefore then
-    out[#out + 1] = 5; out[#out + 1] = "dead"; out[#out + 1] = ""
+    out[#out + 1] = CODE.STALE; out[#out + 1] = "dead"; out[#out + 1] = ""
   else
-    redis.call("ZREM", KEYS[3], member)
+    redis.call("ZREM", K.dead, member)
     if runAt <= dispatchUntil then
-      writeMeta(KEYS[5], member, "dispatched", 0, gen + 1, runAt, version)
-      redis.call("ZADD", KEYS[2], math.max(runAt, now) + leaseMs, member)
-      bumpStats(KEYS[6], member, body, "dead", "dispatched")
-      out[#out + 1] = 2; out[#out + 1] = 0; out[#out + 1] = gen + 1
+      writeMeta(K.meta, member, "dispatched", 0, gen + 1, runAt, version)
+      redis.call("ZADD", K.leased, math.max(runAt, now) + leaseMs, member)
+      bumpStats(K.stats, member, body, "dead", "dispatched")
+      out[#out + 1] = CODE.DISPATCHED; out[#out + 1] = 0; out[#out + 1] = gen + 1
     else
-      writeMeta(KEYS[5], member, "scheduled", 0, gen, runAt, version)
-      redis.call("ZADD", KEYS[1], runAt, member)
-      bumpStats(KEYS[6], member, body, "dead", "scheduled")
-      out[#out + 1] = 0; out[#out + 1] = ""; out[#out + 1] = ""
+      writeMeta(K.meta, member, "scheduled", 0, gen, runAt, version)
+      redis.call("ZADD", K.due, runAt, member)
+      bumpStats(K.stats, member, body, "dead", "scheduled")
+      out[#out + 1] = CODE.OK; out[#out + 1] = ""; out[#out + 1] = ""
     end
   end
 end

@@ -10,7 +10,7 @@
   instead finds no journal item (it answers 404 and drops its tombstone), the event is pending in
   the journal only, and the recovery sweep indexes it.
 
-  KEYS[1] due   KEYS[2] leased   KEYS[3] body   KEYS[4] meta   KEYS[5] stats   KEYS[6] cancelled
+  KEYS  K.due  K.leased  K.body  K.meta  K.stats  K.cancelled   (declared by name in scripts.ts)
   ARGV[1] now (ms)   ARGV[2] dispatchUntil (ms)   ARGV[3] dispatch lease (ms)
   ARGV[4] near horizon + margin (ms), or "" to index every event
   ARGV[5..] triples: member, runAt (ms), body
@@ -35,34 +35,34 @@ local leased = {}
 
 for i = 5, #ARGV, 3 do
   local member, runAt, body = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
-  if redis.call("HEXISTS", KEYS[3], member) == 1 then
+  if redis.call("HEXISTS", K.body, member) == 1 then
     -- Checked before the horizon: a leftover under a reused id is reported, far or near.
-    codes[#codes + 1] = 3
-  elseif redis.call("ZSCORE", KEYS[6], member) then
-    codes[#codes + 1] = 12
+    codes[#codes + 1] = CODE.EXISTS
+  elseif redis.call("ZSCORE", K.cancelled, member) then
+    codes[#codes + 1] = CODE.TOMBSTONED
   elseif limit and runAt > limit then
-    codes[#codes + 1] = 13
+    codes[#codes + 1] = CODE.FAR
   elseif runAt <= dispatchUntil then
-    redis.call("HSET", KEYS[3], member, body)
-    writeMeta(KEYS[4], member, "dispatched", 0, 1, runAt)
+    redis.call("HSET", K.body, member, body)
+    writeMeta(K.meta, member, "dispatched", 0, 1, runAt)
     leased[#leased + 1] = math.max(runAt, now) + leaseMs
     leased[#leased + 1] = member
     countStats(member, body, false, "dispatched")
-    codes[#codes + 1] = 2
+    codes[#codes + 1] = CODE.DISPATCHED
   else
-    redis.call("HSET", KEYS[3], member, body)
+    redis.call("HSET", K.body, member, body)
     due[#due + 1] = runAt
     due[#due + 1] = member
     countStats(member, body, false, "scheduled")
-    codes[#codes + 1] = 1
+    codes[#codes + 1] = CODE.SCHEDULED
   end
 end
 
 if #due > 0 then
-  callInSlices("ZADD", KEYS[1], due)
+  callInSlices("ZADD", K.due, due)
 end
 if #leased > 0 then
-  callInSlices("ZADD", KEYS[2], leased)
+  callInSlices("ZADD", K.leased, leased)
 end
-flushStats(KEYS[5])
+flushStats(K.stats)
 return codes

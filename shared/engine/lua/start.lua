@@ -3,7 +3,7 @@
   is the gate behind "never early", "cancel means cancel" and "one run per dispatch". Takes many
   events at once, so a worker's batch costs one round trip.
 
-  KEYS[1] leased   KEYS[2] body   KEYS[3] meta   KEYS[4] stats
+  KEYS  K.leased  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] now (ms), or "" to use Redis's own clock (TIME)   ARGV[2] run lease (ms)
   ARGV[3..] pairs: member, gen (from the message)
 
@@ -34,24 +34,24 @@ local metas = {}
 
 for i = 3, #ARGV, 2 do
   local member, gen = ARGV[i], tonumber(ARGV[i + 1])
-  local body = redis.call("HGET", KEYS[2], member)
+  local body = redis.call("HGET", K.body, member)
   if not body then
-    out[#out + 1] = 4; out[#out + 1] = ""; out[#out + 1] = ""
+    out[#out + 1] = CODE.NOT_FOUND; out[#out + 1] = ""; out[#out + 1] = ""
   elseif started[member] then
     -- The same message twice in one call: the first one runs.
-    out[#out + 1] = 6; out[#out + 1] = ""; out[#out + 1] = ""
+    out[#out + 1] = CODE.DUPLICATE; out[#out + 1] = ""; out[#out + 1] = ""
   else
-    local status, attempt, currentGen, runAt, version = readMeta(KEYS[3], member, 0)
+    local status, attempt, currentGen, runAt, version = readMeta(K.meta, member, 0)
     if not status then
-      out[#out + 1] = 5; out[#out + 1] = "unreadable"; out[#out + 1] = ""
+      out[#out + 1] = CODE.STALE; out[#out + 1] = "unreadable"; out[#out + 1] = ""
     elseif currentGen ~= gen then
-      out[#out + 1] = 5; out[#out + 1] = status; out[#out + 1] = ""
+      out[#out + 1] = CODE.STALE; out[#out + 1] = status; out[#out + 1] = ""
     elseif status == "running" then
-      out[#out + 1] = 6; out[#out + 1] = ""; out[#out + 1] = ""
+      out[#out + 1] = CODE.DUPLICATE; out[#out + 1] = ""; out[#out + 1] = ""
     elseif status ~= "dispatched" then
-      out[#out + 1] = 5; out[#out + 1] = status; out[#out + 1] = ""
+      out[#out + 1] = CODE.STALE; out[#out + 1] = status; out[#out + 1] = ""
     elseif now < runAt then
-      out[#out + 1] = 7; out[#out + 1] = runAt; out[#out + 1] = now
+      out[#out + 1] = CODE.EARLY; out[#out + 1] = runAt; out[#out + 1] = now
     else
       started[member] = true
       metas[#metas + 1] = member
@@ -59,16 +59,16 @@ for i = 3, #ARGV, 2 do
       leases[#leases + 1] = deadline
       leases[#leases + 1] = member
       countStats(member, body, "dispatched", "running")
-      out[#out + 1] = 0; out[#out + 1] = attempt + 1; out[#out + 1] = body
+      out[#out + 1] = CODE.OK; out[#out + 1] = attempt + 1; out[#out + 1] = body
     end
   end
 end
 
 if #metas > 0 then
-  callInSlices("HSET", KEYS[3], metas)
+  callInSlices("HSET", K.meta, metas)
 end
 if #leases > 0 then
-  callInSlices("ZADD", KEYS[1], leases)
+  callInSlices("ZADD", K.leased, leases)
 end
-flushStats(KEYS[4])
+flushStats(K.stats)
 return out

@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
-import type { ScheduleResult } from "../../events/model.ts";
 import type { EventService } from "../../events/service.ts";
+import type { ScheduleResult } from "../../model/event.ts";
 import { checkEventCursor } from "../cursors.ts";
 import { oversizedPayload, scheduleWithoutOversized } from "../limits.ts";
 import { problemFor } from "../problem.ts";

@@ -1,12 +1,12 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { SCHEDULE_ID } from "../../model/occurrence-id.ts";
 import {
   ScheduleChangedError,
   ScheduleConflictError,
   ScheduleNotFoundError,
 } from "../../schedules/errors.ts";
 import type { ScheduleView } from "../../schedules/model.ts";
-import { SCHEDULE_ID } from "../../schedules/occurrence-id.ts";
 import { createScheduleInput, patchScheduleInput } from "../../schedules/schema.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
 import { problem, sendProblem } from "../problem.ts";

@@ -1,9 +1,9 @@
-import type { OpenAPIHono } from "@hono/zod-openapi";
-import { z } from "@hono/zod-openapi";
+import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { streamSSE } from "hono/streaming";
 import type { HourglassConfig } from "../../config.ts";
 import { EVENT_ID, EVENT_TYPE } from "../../events/schema.ts";
 import type { Logger } from "../../logger.ts";
+import { SCHEDULE_ID } from "../../model/occurrence-id.ts";
 import { TRANSITIONS } from "../../notifications/model.ts";
 import {
   matches,
@@ -12,7 +12,6 @@ import {
   type StreamFilter,
   type StreamSubscription,
 } from "../../notifications/stream-reader.ts";
-import { SCHEDULE_ID } from "../../schedules/occurrence-id.ts";
 import { problem, sendProblem } from "../problem.ts";
 import type { TenantEnv } from "../tenancy.ts";
 

@@ -126,6 +126,19 @@ local function bumpStats(statsKey, member, body, from, to)
   end
 end
 
+-- Takes one entry out of the index: every sorted set the calling script has among due, leased
+-- and dead, its body and its meta; its count moves from `from` to `to` (false: only removed).
+local function dropEntry(member, body, from, to)
+  for _, set in ipairs({ K.due or false, K.leased or false, K.dead or false }) do
+    if set then
+      redis.call("ZREM", set, member)
+    end
+  end
+  redis.call("HDEL", K.body, member)
+  redis.call("HDEL", K.meta, member)
+  bumpStats(K.stats, member, body, from, to)
+end
+
 -- For scripts that move many events at once: count moves in a table, then write each counter
 -- once with flushStats, instead of two HINCRBY per event.
 local statsDelta = {}

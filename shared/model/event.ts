@@ -1,7 +1,11 @@
-import type { EventStatus } from "../engine/codes.ts";
-import type { HeldBy } from "../limits/model.ts";
+/**
+ * The shapes every layer shares: what the engine, the journal, the transport and the services
+ * pass to one another. Nothing here imports from above it.
+ */
+import type { EventStatus } from "./status.ts";
 
-export type { EventStatus } from "../engine/codes.ts";
+/** Why flow control holds an event back (docs/flow-control.md). */
+export type HeldBy = "paused" | "rate" | "concurrency";
 
 /** How the delay between attempts grows. Full jitter is always applied on top. */
 export interface BackoffPolicy {
@@ -53,36 +57,6 @@ export interface EventView {
   readonly updatedAt: number;
   /** Set while flow control holds the event back (its type is paused, or out of rate or slots). */
   readonly heldBy?: HeldBy | undefined;
-}
-
-/** The message a dispatcher sends and a worker receives. Small on purpose: the body stays in Redis. */
-export interface DispatchMessage {
-  /** `tenant/id`. */
-  readonly member: string;
-  readonly shard: number;
-  readonly gen: number;
-  /** Epoch ms; the worker never starts the handler before it. */
-  readonly runAt: number;
-  /** Attempts made before this dispatch. */
-  readonly attempt: number;
-  /**
-   * The payload as JSON text, when the sender had it at hand and it is small enough: the worker
-   * then starts the handler without reading the journal first. Absent: the worker reads it.
-   */
-  readonly payload?: string | undefined;
-}
-
-/**
- * Payloads up to this many UTF-8 bytes ride in the queue message (SQS's limit is 256 KiB for the
- * whole message, counted in bytes: a payload of 200,000 non-ASCII characters can be 600 KB).
- */
-export const INLINE_PAYLOAD_LIMIT = 200_000;
-
-/** The payload JSON to put in a message, or undefined when it is too big and the worker reads it. */
-export function inlinePayload(payloadJson: string): string | undefined {
-  // Cheap bound first: a string's UTF-8 size is at most three bytes per UTF-16 unit.
-  if (payloadJson.length * 3 <= INLINE_PAYLOAD_LIMIT) return payloadJson;
-  return Buffer.byteLength(payloadJson, "utf8") <= INLINE_PAYLOAD_LIMIT ? payloadJson : undefined;
 }
 
 export type ScheduleOutcome = "created" | "existing";

@@ -1,8 +1,9 @@
 import { BatchProcessor, EventType, processPartialResponse } from "@aws-lambda-powertools/batch";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
-import type { Worker, WorkResult } from "../events/worker.ts";
 import type { Logger } from "../logger.ts";
-import { decodeMessage, MalformedMessageError } from "./transport.ts";
+import { MalformedMessageError } from "../model/errors.ts";
+import { decodeMessage } from "../model/message.ts";
+import type { Worker, WorkResult } from "./worker.ts";
 
 /**
  * Turns an SQS batch into worker calls, with Powertools' partial batch response: only the records

@@ -1,0 +1,54 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { ScriptCode } from "../../shared/engine/codes.ts";
+import { type ScriptName, scriptKeys, scriptSource } from "../../shared/engine/scripts.ts";
+
+const LUA = new URL("../../shared/engine/lua/", import.meta.url);
+const files = readdirSync(LUA).filter((file) => file.endsWith(".lua"));
+const names = files.map((file) => file.replace(/\.lua$/, "") as ScriptName);
+const raw = (name: string) => readFileSync(new URL(`${name}.lua`, LUA), "utf8");
+
+/**
+ * Issue 14: a script's keys are declared once, by name. The loader binds them to `K`, `runScript`
+ * passes them in that order, and each header lists the same names, so a reordering or a key used
+ * without being declared fails here instead of silently touching the wrong key.
+ */
+describe("Lua scripts and their declarations", () => {
+  it("every script file has a key declaration, and every declaration a file", () => {
+    for (const name of names) expect(scriptKeys(name), name).toBeDefined();
+    expect(names.length).toBeGreaterThanOrEqual(26);
+  });
+
+  it.each(names)("%s: the header lists the declared keys in order, and the code uses only those", (name) => {
+    const source = raw(name);
+    const declared = scriptKeys(name);
+    const header = /^\s*KEYS\s+(.*?)\s+\(declared by name in scripts\.ts\)$/m.exec(source);
+    expect(header?.[1]?.split(/\s+/)).toEqual(declared.map((key) => `K.${key}`));
+    const body = source.slice(source.indexOf("]]") + 2);
+    expect(body).not.toMatch(/KEYS\[/);
+    const used = new Set([...body.matchAll(/\bK\.(\w+)/g)].map((match) => match[1]));
+    for (const key of used) expect(declared, `${name} uses K.${key}`).toContain(key);
+  });
+
+  // These answer with values, not ScriptCodes: admitted 0|1, slots freed, written 0|1, taken 1|0,
+  // allowances, Redis's clock.
+  const VALUES = new Set(["admit", "free", "mirror", "take", "peek", "horizon"]);
+  it.each(names.filter((name) => !VALUES.has(name)))(
+    "%s: returns named codes, never bare numbers",
+    (name) => {
+      const body = raw(name).slice(raw(name).indexOf("]]") + 2);
+      expect(body).not.toMatch(/return \{\s*\d/);
+      expect(body).not.toMatch(/^\s*(out|codes)\[#\w+ \+ 1\] = \d/m);
+    },
+  );
+
+  it("the loader binds K in the declared order and CODE to the enum's values", () => {
+    const source = scriptSource("bury");
+    expect(source).toContain(
+      "local K = { leased = KEYS[1], dead = KEYS[2], body = KEYS[3], meta = KEYS[4], stats = KEYS[5] }",
+    );
+    expect(source).toContain(`NOT_FOUND = ${ScriptCode.NOT_FOUND}`);
+    expect(source).toContain(`TOMBSTONED = ${ScriptCode.TOMBSTONED}`);
+    expect(source).not.toMatch(/^-- @include/m);
+  });
+});
