@@ -290,6 +290,8 @@ export class RedisIndex {
     message: DispatchMessage,
     nextRunAt: number,
     direct?: DirectDispatch,
+    /** The attempt was not the handler's (see DependencyUnavailableError): do not count it. */
+    refund = false,
   ): Promise<TransitionResult | { readonly code: ScriptCode.DISPATCHED; readonly gen: number }> {
     const k = this.keys(message.shard);
     const reply = (await runScript(this.client, "retry", k, [
@@ -299,6 +301,7 @@ export class RedisIndex {
       direct?.now ?? 0,
       direct?.dispatchUntil ?? 0,
       direct?.leaseMs ?? 0,
+      refund ? "1" : "0",
     ])) as Reply;
     if (reply[0] === ScriptCode.DISPATCHED) return { code: ScriptCode.DISPATCHED, gen: Number(reply[1]) };
     return transition("retry", reply);

@@ -4,7 +4,7 @@ import { type DecodedBody, decodeBody } from "../engine/body.ts";
 import { ScriptCode } from "../engine/codes.ts";
 import { parseMember } from "../engine/keys.ts";
 import { REDIS_TIME, type StartResult, type TransitionResult } from "../engine/redis-index.ts";
-import { NonRetryableError } from "../handlers/errors.ts";
+import { DependencyUnavailableError, NonRetryableError } from "../handlers/errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
 import type { Admission, AdmitRequest } from "../limits/flow-control.ts";
@@ -277,12 +277,15 @@ export class Worker {
     const { journal, index, clock, config, logger } = this.deps;
     const reason = describe(error);
     const now = clock();
-    if (!(error instanceof NonRetryableError) && done.attempt < maxAttempts) {
+    // The platform failed, not the handler: retried with backoff, and the attempt is given back.
+    const refund = error instanceof DependencyUnavailableError;
+    if (refund || (!(error instanceof NonRetryableError) && done.attempt < maxAttempts)) {
       const nextRunAt = now + backoffDelay(done.attempt, body.backoff, config.retry);
+      const attempts = refund ? done.attempt - 1 : done.attempt;
       if (
         journal &&
         !(await this.recorded(
-          () => journal.markRetrying(done.tenant, done.id, done.attempt, reason, nextRunAt, now),
+          () => journal.markRetrying(done.tenant, done.id, attempts, reason, nextRunAt, now),
           done,
         ))
       ) {
@@ -290,14 +293,23 @@ export class Worker {
       }
       const failed = { ...done, type: body.type, error: reason, runAt: nextRunAt };
       if (journal) notify(this.deps, "retrying", failed);
-      const retried = await index.retry(done.message, nextRunAt, {
-        now,
-        // While dispatch is paused the retry waits in the index for the resume.
-        dispatchUntil: await directDispatchHorizon(index.client, config.keyPrefix, now, config.lookAheadMs, [
-          nextRunAt,
-        ]),
-        leaseMs: config.dispatchLeaseMs,
-      });
+      const retried = await index.retry(
+        done.message,
+        nextRunAt,
+        {
+          now,
+          // While dispatch is paused the retry waits in the index for the resume.
+          dispatchUntil: await directDispatchHorizon(
+            index.client,
+            config.keyPrefix,
+            now,
+            config.lookAheadMs,
+            [nextRunAt],
+          ),
+          leaseMs: config.dispatchLeaseMs,
+        },
+        refund,
+      );
       if (!journal && (retried.code === ScriptCode.OK || retried.code === ScriptCode.DISPATCHED))
         notify(this.deps, "retrying", failed);
       if (retried.code === ScriptCode.DISPATCHED) {
@@ -306,7 +318,7 @@ export class Worker {
         const { payload } = done.message;
         notifyDispatched(
           this.deps,
-          [{ ...done.message, gen: retried.gen, runAt: nextRunAt, attempt: done.attempt }],
+          [{ ...done.message, gen: retried.gen, runAt: nextRunAt, attempt: attempts }],
           body.type,
         );
         await sendOrRelease(
@@ -317,7 +329,7 @@ export class Worker {
               shard: done.message.shard,
               gen: retried.gen,
               runAt: nextRunAt,
-              attempt: done.attempt,
+              attempt: attempts,
               ...(payload !== undefined && { payload }),
             },
           ],

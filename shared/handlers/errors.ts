@@ -52,6 +52,22 @@ export class WebhookRequestError extends Error {
   }
 }
 
+/**
+ * Something the platform itself needs to run a handler failed, not the handler's work: the
+ * tenant's signing state could not be read because DynamoDB did not answer. The worker retries the
+ * event with backoff and gives the attempt back, so an outage of Hourglass's own storage never
+ * turns a healthy receiver's event into a dead letter (found by the chaos soak, seed 6).
+ */
+export class DependencyUnavailableError extends Error {
+  constructor(
+    readonly dependency: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${dependency} is unavailable; the attempt is not counted`, options);
+    this.name = "DependencyUnavailableError";
+  }
+}
+
 /** Registering the same event type twice is a programming error, found at startup. */
 export class DuplicateHandlerError extends Error {
   constructor(readonly type: string) {

@@ -5,7 +5,12 @@ import { isIP, type LookupFunction } from "node:net";
 import { z } from "zod";
 import { type AddressPolicy, portRefusal, refusalFor } from "./address-guard.ts";
 import { requireEgressFor } from "./egress.ts";
-import { ForbiddenAddressError, NonRetryableError, WebhookRequestError } from "./errors.ts";
+import {
+  DependencyUnavailableError,
+  ForbiddenAddressError,
+  NonRetryableError,
+  WebhookRequestError,
+} from "./errors.ts";
 import { defineHandler } from "./registry.ts";
 import { signatureHeaders, type WebhookSigning } from "./signing.ts";
 
@@ -56,7 +61,11 @@ export function webhookHandler(options: WebhookOptions) {
         const refusal = refusalFor(literal, options.policy);
         if (refusal) throw new ForbiddenAddressError(url.hostname, literal, refusal);
       }
-      const secrets = await options.signing.signingSecretsFor(context.tenant);
+      const secrets = await options.signing.signingSecretsFor(context.tenant).catch((error: unknown) => {
+        // The tenant's rotation state lives in DynamoDB: its outage is not this webhook's failure.
+        if (error instanceof NonRetryableError) throw error;
+        throw new DependencyUnavailableError("the webhook signing state", { cause: error });
+      });
       const headers: Record<string, string> = {
         "user-agent": "Hourglass-Webhook/1",
         ...(payload.body !== undefined &&

@@ -6,6 +6,7 @@
   KEYS  K.due  K.leased  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] member   ARGV[2] gen   ARGV[3] next runAt (ms)
   ARGV[4] now (ms)   ARGV[5] dispatchUntil (ms; 0: never claim on the spot)   ARGV[6] dispatch lease (ms)
+  ARGV[7] "1": give back the attempt start.lua counted (the platform failed, not the handler)
 
   Returns: {OK} (waiting in `due`), {DISPATCHED, gen} (the caller must send it),
            {STALE, status} (status "unreadable" when its meta cannot be read), {NOT_FOUND}
@@ -14,6 +15,9 @@
 -- @include running
 
 runAt = tonumber(ARGV[3])
+if ARGV[7] == "1" and attempt > 0 then
+  attempt = attempt - 1
+end
 local now = tonumber(ARGV[4] or 0)
 if runAt <= tonumber(ARGV[5] or 0) then
   writeMeta(K.meta, member, "dispatched", attempt, gen + 1, runAt, version)
