@@ -152,6 +152,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     ? new StockLedger(dynamo, config.tables.ledger, expiryScheduler(events), {
         snapshotEvery: config.ledgerSnapshotEvery,
         clock: deps.clock,
+        logger,
         admission: new HoldAdmission(redis, ledgerFacts(dynamo, config.tables.ledger), {
           prefix: config.keyPrefix,
           clock: deps.clock,

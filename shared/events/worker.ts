@@ -244,7 +244,7 @@ export class Worker {
         done,
       ))
     ) {
-      return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
+      return alreadyFinished(done);
     }
     if (journal) notify(this.deps, "succeeded", { ...done, type: body.type });
     const acked = await this.acks.load(done.message);
@@ -289,7 +289,7 @@ export class Worker {
           done,
         ))
       ) {
-        return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
+        return alreadyFinished(done);
       }
       const failed = { ...done, type: body.type, error: reason, runAt: nextRunAt };
       if (journal) notify(this.deps, "retrying", failed);
@@ -348,7 +348,7 @@ export class Worker {
       journal &&
       !(await this.recorded(() => journal.markDead(done.tenant, done.id, done.attempt, reason, now), done))
     ) {
-      return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
+      return alreadyFinished(done);
     }
     if (journal) notify(this.deps, "dead", { ...done, type: body.type, error: reason });
     const buried = await index.bury(done.message, now);
@@ -425,4 +425,9 @@ function occurrenceContext(id: string) {
 function describe(error: unknown): string {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   return text.length > 1_000 ? `${text.slice(0, 997)}...` : text;
+}
+
+/** The journal says the event already finished (a copy got there first): this run changes nothing. */
+function alreadyFinished(done: Done): WorkResult {
+  return { outcome: "dropped", reason: "already finished", attempt: done.attempt, lateMs: done.lateMs };
 }

@@ -1,0 +1,366 @@
+import { TransactionCanceledException } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { fieldIssues } from "../events/validate.ts";
+import type { Logger } from "../logger.ts";
+import type { Admission, HoldAdmission } from "./admission.ts";
+import {
+  InsufficientStockError,
+  LedgerValidationError,
+  ReservationConflictError,
+  ReservationNotFoundError,
+  ReservationStateError,
+  type Shortage,
+} from "./errors.ts";
+import { GroupCommit } from "./group-commit.ts";
+import { type LedgerItems, mergeItems, readReservation, type TransactItems, transact } from "./items.ts";
+import { reservationKey } from "./keys.ts";
+import { holdInput, MAX_HOLD_ITEMS, type Reservation, type ReservationStatus } from "./model.ts";
+
+/** Schedules and cancels the event that releases a hold when it expires (the engine's job). */
+export interface ExpiryScheduler {
+  schedule(tenant: string, eventId: string, reservationId: string, at: number): Promise<void>;
+  cancel(tenant: string, eventId: string): Promise<void>;
+}
+
+/** How a held reservation moves on (confirm, cancel, expire), and what each of its items writes. */
+interface Transition {
+  readonly to: ReservationStatus;
+  /** For the error: "confirm", "cancel" or "expire". */
+  readonly operation: string;
+  readonly now: number;
+  /** Confirm only while the hold has not expired; a release may come after. */
+  readonly requireUnexpired: boolean;
+  readonly perItem: (sku: string, quantity: number) => TransactItems;
+}
+
+/**
+ * Time-limited holds, all items or none, as DynamoDB transactions whose condition is
+ * `available >= quantity` (no oversell), behind an optional Redis admission for hot SKUs.
+ */
+export class ReservationService {
+  /** A DynamoDB transaction carries 100 actions: the counter, then a reservation and an entry per hold. */
+  private readonly groups = new GroupCommit(49, (group: { tenant: string; reservation: Reservation }[]) =>
+    this.writeHoldGroup(group),
+  );
+
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly table: string,
+    private readonly items: LedgerItems,
+    private readonly expiry: ExpiryScheduler,
+    private readonly newId: () => string,
+    private readonly clock: () => number,
+    private readonly admission: HoldAdmission | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Holds every item or none, until `holdSeconds` from now; an expiry event releases it then. */
+  async hold(tenant: string, input: unknown): Promise<{ reservation: Reservation; created: boolean }> {
+    const parsed = holdInput.safeParse(input);
+    if (!parsed.success) throw new LedgerValidationError(fieldIssues(parsed.error));
+    const request = parsed.data;
+    const items = mergeItems(request.items);
+    if (items.length > MAX_HOLD_ITEMS) {
+      throw new LedgerValidationError([
+        {
+          path: "items",
+          message: `at most ${MAX_HOLD_ITEMS} different SKUs fit in one hold (one DynamoDB transaction)`,
+        },
+      ]);
+    }
+    const id = request.id ?? this.newId();
+    const existing = request.id ? await this.findReservation(tenant, id) : undefined;
+    if (existing) return { reservation: this.sameHold(existing, items), created: false };
+
+    const now = this.clock();
+    const expiresAt = now + request.holdSeconds * 1000;
+    // Its id is new each attempt: an attempt that fails leaves an event that finds no matching
+    // hold and does nothing. It also names the attempt's admission.
+    const expiryEventId = `hold-expire:${this.newId()}`;
+    const admitted = await this.admit(tenant, id, expiryEventId, items);
+    try {
+      // The expiry is scheduled before the hold is written, so no hold can exist without it.
+      await this.expiry.schedule(tenant, expiryEventId, id, expiresAt);
+    } catch (error) {
+      if (admitted) await this.admission?.settle(tenant, admitted, false);
+      throw error;
+    }
+    const reservation: Reservation = {
+      id,
+      status: "held",
+      items,
+      expiresAt,
+      createdAt: now,
+      updatedAt: now,
+      expiryEventId,
+    };
+    let outcome: { reservation: Reservation; created: boolean };
+    try {
+      outcome = await this.writeHold(tenant, reservation, items);
+    } catch (error) {
+      // Known not to have committed: the admission is given back. (An unknown outcome leaves it
+      // to its deadline.) A shortage the ledger found after Redis admitted means Redis counted
+      // too high: its count is rebuilt from the ledger.
+      if (
+        admitted &&
+        (error instanceof InsufficientStockError || error instanceof ReservationConflictError)
+      ) {
+        await this.admission?.settle(tenant, admitted, false);
+        if (error instanceof InsufficientStockError) {
+          await Promise.all(error.shortages.map(({ sku }) => this.admission?.rebuild(tenant, sku)));
+        }
+      }
+      throw error;
+    }
+    if (admitted) {
+      const mine = outcome.created && outcome.reservation.expiryEventId === expiryEventId;
+      await this.admission?.settle(tenant, admitted, mine);
+    }
+    return outcome;
+  }
+
+  /** Redis admission, when configured: a refusal is answered here, before DynamoDB is touched. */
+  private async admit(
+    tenant: string,
+    id: string,
+    attempt: string,
+    items: { sku: string; quantity: number }[],
+  ): Promise<Admission | undefined> {
+    if (!this.admission) return undefined;
+    const result = await this.admission.admit(tenant, id, attempt, items);
+    if ("refused" in result) throw new InsufficientStockError(result.refused);
+    return result.admitted;
+  }
+
+  /**
+   * Writes the hold. Holds of one SKU that arrive together are written in one transaction (group
+   * commit): on a hot SKU, concurrent transactions on its counter item would conflict and retry.
+   */
+  private writeHold(
+    tenant: string,
+    reservation: Reservation,
+    items: { sku: string; quantity: number }[],
+  ): Promise<{ reservation: Reservation; created: boolean }> {
+    const only = items.length === 1 ? items[0] : undefined;
+    if (!only) return this.writeHoldAlone(tenant, reservation, items);
+    return this.groups.submit(`${tenant}\n${only.sku}`, { tenant, reservation });
+  }
+
+  /**
+   * One SKU's holds in one transaction: the counter once, for their sum, and each hold's
+   * reservation and entry. If it fails, each hold's own transaction says what happened to it (one
+   * whose group did commit, behind a lost reply, finds its reservation there).
+   */
+  private async writeHoldGroup(
+    group: { tenant: string; reservation: Reservation }[],
+  ): Promise<PromiseSettledResult<{ reservation: Reservation; created: boolean }>[]> {
+    const alone = () =>
+      Promise.allSettled(
+        group.map(({ tenant, reservation }) =>
+          this.writeHoldAlone(tenant, reservation, [...reservation.items]),
+        ),
+      );
+    const first = group[0];
+    if (!first || group.length === 1) return alone();
+    const { tenant } = first;
+    const sku = first.reservation.items[0]!.sku;
+    const total = group.reduce((sum, { reservation }) => sum + reservation.items[0]!.quantity, 0);
+    try {
+      await transact(this.doc, [
+        this.items.counterUpdate(
+          tenant,
+          sku,
+          { held: total, available: -total, entries: group.length },
+          total,
+        ),
+        ...group.flatMap(({ reservation }) => [
+          this.items.reservationPut(tenant, reservation),
+          this.items.entryPut(tenant, sku, "HOLD", reservation.items[0]!.quantity, reservation.id),
+        ]),
+      ]);
+    } catch {
+      return alone();
+    }
+    return group.map(({ reservation }) => ({ status: "fulfilled", value: { reservation, created: true } }));
+  }
+
+  /** The hold's own transaction, and what its failure means. */
+  private async writeHoldAlone(
+    tenant: string,
+    reservation: Reservation,
+    items: { sku: string; quantity: number }[],
+  ): Promise<{ reservation: Reservation; created: boolean }> {
+    const { id } = reservation;
+    try {
+      await transact(this.doc, [
+        this.items.reservationPut(tenant, reservation),
+        ...items.flatMap(({ sku, quantity }) => [
+          this.items.counterUpdate(tenant, sku, { held: quantity, available: -quantity }, quantity),
+          this.items.entryPut(tenant, sku, "HOLD", quantity, id),
+        ]),
+      ]);
+      return { reservation, created: true };
+    } catch (error) {
+      return this.afterFailedHold(tenant, reservation, items, error);
+    }
+  }
+
+  /**
+   * A hold's transaction failed, or seemed to. The error alone cannot say whether it committed: a
+   * timeout may arrive after DynamoDB committed, and a retried request whose first attempt
+   * committed is cancelled by its own reservation. So the reservation is read: its expiry event is
+   * cancelled only when it is known not to exist, since a committed hold without one never ends.
+   */
+  private async afterFailedHold(
+    tenant: string,
+    reservation: Reservation,
+    items: { sku: string; quantity: number }[],
+    error: unknown,
+  ): Promise<{ reservation: Reservation; created: boolean }> {
+    const { id, expiryEventId } = reservation;
+    // If this read fails too, nothing is known: the original error stands and the expiry stays
+    // (an expiry event finds no hold of its own and does nothing).
+    const current = await this.findReservation(tenant, id).catch(() => {
+      throw error;
+    });
+    if (current?.expiryEventId === expiryEventId) return { reservation: current, created: true };
+    // No reservation under this id, or another request's: this request's expiry has nothing to release.
+    await this.cancelExpiry(tenant, expiryEventId);
+    // Another request with the same id won the race: answer as for a repeat.
+    if (current) return { reservation: this.sameHold(current, items), created: false };
+    if (!(error instanceof TransactionCanceledException)) throw error;
+    const reasons = error.CancellationReasons ?? [];
+    const shortages: Shortage[] = [];
+    items.forEach(({ sku, quantity }, i) => {
+      const reason = reasons[1 + i * 2];
+      if (reason?.Code !== "ConditionalCheckFailed") return;
+      const counter = reason.Item ? unmarshall(reason.Item) : undefined;
+      shortages.push({ sku, requested: quantity, available: Number(counter?.available ?? 0) });
+    });
+    if (shortages.length > 0) throw new InsufficientStockError(shortages);
+    throw error;
+  }
+
+  /** Sells what is held. Only while the hold is held and has not expired. */
+  async confirm(tenant: string, id: string): Promise<Reservation> {
+    const reservation = await this.getReservation(tenant, id);
+    const now = this.clock();
+    await this.transition(tenant, reservation, {
+      to: "confirmed",
+      operation: "confirm",
+      now,
+      requireUnexpired: true,
+      perItem: (sku, quantity) => [
+        this.items.counterUpdate(tenant, sku, { held: -quantity, sold: quantity }),
+        this.items.entryPut(tenant, sku, "CONFIRM", quantity, id),
+      ],
+    });
+    await this.cancelExpiry(tenant, reservation.expiryEventId);
+    return { ...reservation, status: "confirmed", updatedAt: now };
+  }
+
+  /** Returns a held hold's stock, once: a cancel racing an expiry releases it only one time. */
+  async release(tenant: string, id: string, reason: "cancelled" | "expired"): Promise<Reservation> {
+    const reservation = await this.getReservation(tenant, id);
+    const now = this.clock();
+    await this.transition(tenant, reservation, {
+      to: reason,
+      operation: reason === "cancelled" ? "cancel" : "expire",
+      now,
+      requireUnexpired: false,
+      perItem: (sku, quantity) => [
+        this.items.counterUpdate(tenant, sku, { held: -quantity, available: quantity }),
+        this.items.entryPut(tenant, sku, "RELEASE", quantity, id),
+      ],
+    });
+    const admission = this.admission;
+    if (admission) {
+      await Promise.all(
+        reservation.items.map(({ sku, quantity }) => admission.credit(tenant, sku, quantity)),
+      );
+    }
+    if (reason === "cancelled") await this.cancelExpiry(tenant, reservation.expiryEventId);
+    return { ...reservation, status: reason, updatedAt: now };
+  }
+
+  /** Called by the `reservation.expire` event: releases the hold it was scheduled for, if still held. */
+  async expire(tenant: string, id: string, expiryEventId: string): Promise<"released" | "nothing to do"> {
+    const reservation = await this.findReservation(tenant, id);
+    if (reservation?.status !== "held" || reservation.expiryEventId !== expiryEventId) return "nothing to do";
+    try {
+      await this.release(tenant, id, "expired");
+      return "released";
+    } catch (error) {
+      if (error instanceof ReservationStateError) return "nothing to do";
+      throw error;
+    }
+  }
+
+  async getReservation(tenant: string, id: string): Promise<Reservation> {
+    const reservation = await this.findReservation(tenant, id);
+    if (!reservation) throw new ReservationNotFoundError(id);
+    return reservation;
+  }
+
+  private async transition(
+    tenant: string,
+    reservation: Reservation,
+    { to, operation, now, requireUnexpired, perItem }: Transition,
+  ): Promise<void> {
+    try {
+      await transact(this.doc, [
+        {
+          Update: {
+            TableName: this.table,
+            Key: { pk: reservationKey(tenant, reservation.id), sk: "reservation" },
+            UpdateExpression: "SET #status = :to, updatedAt = :now",
+            ConditionExpression: requireUnexpired
+              ? "#status = :held AND expiresAt > :now"
+              : "#status = :held",
+            ExpressionAttributeNames: { "#status": "status" },
+            ExpressionAttributeValues: { ":to": to, ":held": "held", ":now": now },
+          },
+        },
+        ...reservation.items.flatMap(({ sku, quantity }) => perItem(sku, quantity)),
+      ]);
+    } catch (error) {
+      if (
+        error instanceof TransactionCanceledException &&
+        error.CancellationReasons?.[0]?.Code === "ConditionalCheckFailed"
+      ) {
+        const current = await this.getReservation(tenant, reservation.id);
+        const status = current.status === "held" && current.expiresAt <= now ? "expired" : current.status;
+        throw new ReservationStateError(reservation.id, status, operation);
+      }
+      throw error;
+    }
+  }
+
+  private findReservation(tenant: string, id: string): Promise<Reservation | undefined> {
+    return readReservation(this.doc, this.table, tenant, id);
+  }
+
+  private sameHold(existing: Reservation, items: { sku: string; quantity: number }[]): Reservation {
+    if (JSON.stringify(mergeItems(existing.items)) !== JSON.stringify(items))
+      throw new ReservationConflictError(existing.id);
+    return existing;
+  }
+
+  /**
+   * Cancels a hold's expiry event once the hold no longer needs it. A failure is not the caller's:
+   * the hold is already settled, and an expiry that fires finds it settled and does nothing. It
+   * is logged, not thrown (and not silently dropped).
+   */
+  private async cancelExpiry(tenant: string, expiryEventId: string): Promise<void> {
+    try {
+      await this.expiry.cancel(tenant, expiryEventId);
+    } catch (error) {
+      this.logger.warn("hold expiry event not cancelled; it will find the hold settled and do nothing", {
+        tenant,
+        expiryEventId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+}

@@ -1,0 +1,109 @@
+import { TransactionCanceledException } from "@aws-sdk/client-dynamodb";
+import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { fieldIssues } from "../events/validate.ts";
+import type { HoldAdmission } from "./admission.ts";
+import { LedgerValidationError } from "./errors.ts";
+import type { LedgerHistory } from "./history.ts";
+import { type LedgerItems, transact } from "./items.ts";
+import { counterKey, receiptKey } from "./keys.ts";
+import { type ReconcileReport, receiptInput, type StockView, view } from "./model.ts";
+
+/**
+ * Stock in, stock levels, a SKU's ledger and its reconciliation. Each SKU has a counter item and
+ * an append-only ledger; every change writes both in one transaction, so the counters can always
+ * be recomputed from the ledger.
+ */
+export class StockService {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly table: string,
+    private readonly items: LedgerItems,
+    private readonly history: LedgerHistory,
+    private readonly clock: () => number,
+    private readonly admission: HoldAdmission | undefined,
+  ) {}
+
+  /**
+   * Stock in. With an id, the receipt is recorded once: a marker item written in the same
+   * transaction makes a repeat a no-op (and the same id with another quantity an error).
+   */
+  async receive(tenant: string, sku: string, input: unknown): Promise<StockView> {
+    const parsed = receiptInput.safeParse(input);
+    if (!parsed.success) throw new LedgerValidationError(fieldIssues(parsed.error));
+    const { quantity, id } = parsed.data;
+    const marker = id && {
+      Put: {
+        TableName: this.table,
+        Item: { pk: receiptKey(tenant, sku, id), sk: "receipt", quantity, at: this.clock() },
+        ConditionExpression: "attribute_not_exists(pk)",
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const,
+      },
+    };
+    try {
+      await transact(this.doc, [
+        ...(marker ? [marker] : []),
+        this.items.counterUpdate(tenant, sku, { onHand: quantity, available: quantity }),
+        this.items.entryPut(tenant, sku, "STOCK_IN", quantity),
+      ]);
+      await this.admission?.credit(tenant, sku, quantity);
+    } catch (error) {
+      const reason =
+        error instanceof TransactionCanceledException ? error.CancellationReasons?.[0] : undefined;
+      if (!marker || reason?.Code !== "ConditionalCheckFailed") throw error;
+      const first = reason.Item ? unmarshall(reason.Item) : undefined;
+      if (Number(first?.quantity) !== quantity) {
+        throw new LedgerValidationError([
+          { path: "id", message: "this receipt id was used for another quantity" },
+        ]);
+      }
+    }
+    return this.stock(tenant, sku);
+  }
+
+  async stock(tenant: string, sku: string): Promise<StockView> {
+    const { Item } = await this.doc.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: { pk: counterKey(tenant, sku), sk: "counter" },
+        ConsistentRead: true,
+      }),
+    );
+    return view(sku, { onHand: Item?.onHand ?? 0, held: Item?.held ?? 0, sold: Item?.sold ?? 0 });
+  }
+
+  /** A SKU's ledger entries, oldest first. */
+  ledger(tenant: string, sku: string, limit: number, cursor?: string) {
+    return this.history.page(tenant, sku, limit, cursor);
+  }
+
+  /**
+   * Recomputes on-hand, held and sold from the ledger (the latest snapshot plus the entries after
+   * it) and reports any drift from the counters. Raw entries are never deleted.
+   */
+  async reconcile(tenant: string, sku: string): Promise<ReconcileReport> {
+    const [recomputed, counters] = await Promise.all([
+      this.history.recompute(tenant, sku),
+      this.stock(tenant, sku),
+    ]);
+    const ledger = recomputed.levels;
+    const drift = {
+      onHand: counters.onHand - ledger.onHand,
+      held: counters.held - ledger.held,
+      sold: counters.sold - ledger.sold,
+      available: 0,
+    };
+    drift.available = drift.onHand - drift.held - drift.sold;
+    // The Redis admission count is a cache of the ledger: reconcile sets it from the ledger again.
+    await this.admission?.rebuild(tenant, sku);
+    return {
+      sku,
+      counters,
+      ledger: view(sku, ledger),
+      drift,
+      ok: drift.onHand === 0 && drift.held === 0 && drift.sold === 0,
+      entriesRead: recomputed.entriesRead,
+      snapshotUpTo: recomputed.snapshotUpTo,
+    };
+  }
+}
