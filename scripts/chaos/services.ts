@@ -3,8 +3,6 @@ import { appendFileSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
-import { ListQueuesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { Redis } from "ioredis";
 import { dynamoDbLocalArgs, ensureDynamoDbLocalJar } from "../../shared/local/dynamodb-local.ts";
 
@@ -216,40 +214,6 @@ export async function redisAnswers(url: string): Promise<boolean> {
   }
 }
 
-export async function dynamoAnswers(endpoint: string): Promise<boolean> {
-  const client = new DynamoDBClient({
-    endpoint,
-    region: "us-east-1",
-    credentials: LOCAL_CREDENTIALS,
-    maxAttempts: 1,
-  });
-  try {
-    await client.send(new ListTablesCommand({ Limit: 1 }), { abortSignal: AbortSignal.timeout(2_000) });
-    return true;
-  } catch {
-    return false;
-  } finally {
-    client.destroy();
-  }
-}
-
-export async function sqsAnswers(endpoint: string): Promise<boolean> {
-  const client = new SQSClient({
-    endpoint,
-    region: "us-east-1",
-    credentials: LOCAL_CREDENTIALS,
-    maxAttempts: 1,
-  });
-  try {
-    await client.send(new ListQueuesCommand({ MaxResults: 1 }), { abortSignal: AbortSignal.timeout(2_000) });
-    return true;
-  } catch {
-    return false;
-  } finally {
-    client.destroy();
-  }
-}
-
 export async function httpAnswers(url: string): Promise<boolean> {
   try {
     const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
@@ -259,3 +223,5 @@ export async function httpAnswers(url: string): Promise<boolean> {
     return false;
   }
 }
+
+export { dynamoAnswers, sqsAnswers } from "../../shared/local/stack.ts";

@@ -311,13 +311,7 @@ export class EventJournal {
         ExclusiveStartKey: decodeCursor(cursor),
       }),
     );
-    // The index holds keys only; the items come from the table, still pending when read.
-    const keys = (reply.Items ?? []).map((item) => item.pk as string);
-    const found = await this.getMany(keys);
-    const items = keys
-      .map((pk) => found.get(pk))
-      .filter((item): item is JournalItem => item !== undefined && PENDING_STATUSES.includes(item.status));
-    return { items, cursor: encodeCursor(reply.LastEvaluatedKey) };
+    return this.pendingPage(reply);
   }
 
   /**
@@ -348,6 +342,14 @@ export class EventJournal {
         ExclusiveStartKey: decodeCursor(cursor),
       }),
     );
+    return this.pendingPage(reply);
+  }
+
+  /** A page of the pending index holds keys only; the items come from the table, still pending when read. */
+  private async pendingPage(reply: {
+    Items?: Record<string, unknown>[] | undefined;
+    LastEvaluatedKey?: Record<string, unknown> | undefined;
+  }): Promise<Page<JournalItem>> {
     const keys = (reply.Items ?? []).map((item) => item.pk as string);
     const found = await this.getMany(keys);
     const items = keys

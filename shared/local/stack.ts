@@ -230,7 +230,8 @@ function redisAnswers(host: string, port: number): Promise<boolean> {
   });
 }
 
-async function dynamoAnswers(endpoint: string): Promise<boolean> {
+/** True once DynamoDB (Local) at `endpoint` answers a ListTables. */
+export async function dynamoAnswers(endpoint: string): Promise<boolean> {
   const client = new DynamoDBClient({
     endpoint,
     region: "us-east-1",
@@ -247,7 +248,8 @@ async function dynamoAnswers(endpoint: string): Promise<boolean> {
   }
 }
 
-async function sqsAnswers(endpoint: string): Promise<boolean> {
+/** True once the SQS endpoint answers a ListQueues. */
+export async function sqsAnswers(endpoint: string): Promise<boolean> {
   const client = new SQSClient({
     endpoint,
     region: "us-east-1",
