@@ -80,11 +80,16 @@ export class LedgerItems {
   }
 }
 
-/** One transaction, retried when DynamoDB cancels it for a conflict with a concurrent one. */
-export async function transact(doc: DynamoDBDocumentClient, items: TransactItems): Promise<void> {
+/**
+ * One transaction, retried when DynamoDB cancels it for a conflict with a concurrent one. The items
+ * are built again for every attempt, so a ledger entry's id (a ULID: its time orders the ledger) is
+ * taken when the attempt is sent, not when a first attempt was: an entry whose transaction waited
+ * out conflicts behind others must not sort before the entries that committed meanwhile.
+ */
+export async function transact(doc: DynamoDBDocumentClient, build: () => TransactItems): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
-      await doc.send(new TransactWriteCommand({ TransactItems: items }));
+      await doc.send(new TransactWriteCommand({ TransactItems: build() }));
       return;
     } catch (error) {
       const conflict =

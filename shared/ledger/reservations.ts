@@ -167,7 +167,7 @@ export class ReservationService {
     const sku = first.reservation.items[0]!.sku;
     const total = group.reduce((sum, { reservation }) => sum + reservation.items[0]!.quantity, 0);
     try {
-      await transact(this.doc, [
+      await transact(this.doc, () => [
         this.items.counterUpdate(
           tenant,
           sku,
@@ -193,7 +193,7 @@ export class ReservationService {
   ): Promise<{ reservation: Reservation; created: boolean }> {
     const { id } = reservation;
     try {
-      await transact(this.doc, [
+      await transact(this.doc, () => [
         this.items.reservationPut(tenant, reservation),
         ...items.flatMap(({ sku, quantity }) => [
           this.items.counterUpdate(tenant, sku, { held: quantity, available: -quantity }, quantity),
@@ -309,7 +309,7 @@ export class ReservationService {
     { to, operation, now, requireUnexpired, perItem }: Transition,
   ): Promise<void> {
     try {
-      await transact(this.doc, [
+      await transact(this.doc, () => [
         {
           Update: {
             TableName: this.table,

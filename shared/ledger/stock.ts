@@ -41,7 +41,7 @@ export class StockService {
       },
     };
     try {
-      await transact(this.doc, [
+      await transact(this.doc, () => [
         ...(marker ? [marker] : []),
         this.items.counterUpdate(tenant, sku, { onHand: quantity, available: quantity }),
         this.items.entryPut(tenant, sku, "STOCK_IN", quantity),
