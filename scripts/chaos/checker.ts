@@ -280,7 +280,13 @@ function checkEvent(
   const first = e.creates.find((c) => c.status === 201 || c.status === 200) ?? e.creates[0];
   const answeredRunAt = first ? parseTime(field(first.record.body, "runAt")) : undefined;
   const batchRunAt = first ? batchItemRunAt(first) : undefined;
-  const createdRunAt = answeredRunAt ?? batchRunAt ?? first?.runAt;
+  // A 201 answers with the runAt the create set. A 200 answers with the event as it stands, whose
+  // runAt may already be a retry's time; an equal body (a 200, not a 409) means the create asked
+  // for the same runAt, so the one sent is the event's own.
+  const createdRunAt =
+    first?.status === 201
+      ? (answeredRunAt ?? batchRunAt ?? first.runAt)
+      : (batchRunAt ?? first?.runAt ?? answeredRunAt);
   type Change = { sentAt: number; recvAt: number; runAt: number; definite: boolean; replay: boolean };
   const changes: Change[] = [];
   for (const r of e.ops) {

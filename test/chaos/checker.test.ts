@@ -67,6 +67,35 @@ function rules(...records: HistoryRecord[]): Rule[] {
 }
 
 describe("the history checker", () => {
+  it("judges a first attempt by the create's runAt, not by a later repeat's answer showing a retry's time", () => {
+    // Seed 11, e-473: the create's answer was lost; attempt 1 failed; a repeat create answered 200
+    // with the event as it then stood, runAt = the retry's time, later than attempt 1.
+    const repeat = op({ type: "create", event: spec("r", T + 1_000) }, T + 3_000, T + 3_010, 200, {
+      id: "r",
+      status: "retrying",
+      runAt: iso(T + 4_000),
+    });
+    expect(
+      rules(
+        create("r", T + 1_000, T),
+        arrival("r", T + 2_000, { answer: 503 }),
+        repeat,
+        arrival("r", T + 4_100, { attempt: 2 }),
+        get("r", "succeeded"),
+      ),
+    ).toEqual([]);
+    // The same repeat does not hide a first attempt before the create's own runAt.
+    expect(
+      rules(
+        create("r", T + 1_000, T),
+        arrival("r", T + 500, { answer: 503 }),
+        repeat,
+        arrival("r", T + 4_100, { attempt: 2 }),
+        get("r", "succeeded"),
+      ),
+    ).toEqual(["early"]);
+  });
+
   it("finds nothing wrong in a clean history", () => {
     const report = check([
       meta,
