@@ -145,8 +145,18 @@ export async function steady(
   perSecond: number,
   seconds: number,
   aheadMs: number,
+  options: {
+    /** Settings for this run only (as the environment would give them). */
+    env?: Record<string, string>;
+    /** Reads what the run left (counters, stats) before the instance closes. */
+    beforeClose?: (hourglass: Hourglass) => Promise<void>;
+  } = {},
 ) {
-  const { hourglass, samples } = await benchHourglass(mode, redisUrl);
+  const { hourglass, samples } = await benchHourglass(
+    mode,
+    redisUrl,
+    options.env ? { env: options.env } : {},
+  );
   const runtime = startRuntime(hourglass);
   const total = perSecond * seconds;
   const payload = payloadOf(100);
@@ -158,6 +168,7 @@ export async function steady(
   }
   await until(() => samples.length >= total, aheadMs + 30_000);
   await runtime.stop();
+  await options.beforeClose?.(hourglass);
   await hourglass.close();
   return lateness(samples);
 }

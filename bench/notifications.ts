@@ -1,6 +1,5 @@
-import { startRuntime } from "../shared/local/runtime.ts";
-import { benchHourglass, type Mode } from "./hourglass.ts";
-import { type Lateness, lateness, payloadOf, sleep, until } from "./stats.ts";
+import { type Mode, steady } from "./hourglass.ts";
+import type { Lateness } from "./stats.ts";
 
 export interface NotificationOverhead {
   readonly on: Lateness;
@@ -22,24 +21,15 @@ export async function notificationOverhead(
   aheadMs: number,
 ): Promise<NotificationOverhead> {
   const run = async (enabled: boolean) => {
-    const { hourglass, samples } = await benchHourglass(mode, redisUrl, {
+    let stats = { published: 0, failed: 0 };
+    const result = await steady(mode, redisUrl, perSecond, seconds, aheadMs, {
       env: { HOURGLASS_NOTIFICATIONS: String(enabled) },
+      beforeClose: async (hourglass) => {
+        await hourglass.notifier.flush();
+        stats = hourglass.notifier.stats();
+      },
     });
-    const runtime = startRuntime(hourglass);
-    const total = perSecond * seconds;
-    const payload = payloadOf(100);
-    const started = Date.now();
-    for (let i = 0; i < total; i++) {
-      const wait = started + (i * 1000) / perSecond - Date.now();
-      if (wait > 0) await sleep(wait);
-      await hourglass.events.schedule("bench", { type: "bench.noop", payload, delaySeconds: aheadMs / 1000 });
-    }
-    await until(() => samples.length >= total, aheadMs + 30_000);
-    await runtime.stop();
-    await hourglass.notifier.flush();
-    const stats = hourglass.notifier.stats();
-    await hourglass.close();
-    return { lateness: lateness(samples), stats };
+    return { lateness: result, stats };
   };
   // Off first, then on: the order is fixed so a warm-up effect, if any, favours "off".
   const off = await run(false);
