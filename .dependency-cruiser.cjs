@@ -8,8 +8,9 @@
  * each pattern below is one folder, and only strictly lower layers are reachable.
  */
 const LAYERS = [
-  // 0: shapes and utilities every layer may use.
+  // 0: shapes and utilities every layer may use, then the DynamoDB toolkit every store writes through.
   ["shared/model/", "shared/(errors|config|logger|aws|ids|resources|secrets)\\.ts$"],
+  ["shared/dynamo/"],
   // 1: stores and transports. They know the shapes, not the flows.
   ["shared/engine/", "shared/journal/", "shared/leases/", "shared/transport/"],
   // 2: what the flows call into.

@@ -3,6 +3,7 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { Webhook } from "standardwebhooks";
 import { ConfigError } from "../config.ts";
+import { update } from "../dynamo/expression.ts";
 import { JournalRequiredError } from "../journal/errors.ts";
 
 /**
@@ -112,8 +113,7 @@ export class DynamoSigningStateStore implements SigningStateStore {
       new UpdateCommand({
         TableName: this.table,
         Key: { pk: keyOf(tenant) },
-        UpdateExpression: "ADD generation :one SET rotatedAt = :now, previousUntil = :until",
-        ExpressionAttributeValues: { ":one": 1, ":now": now, ":until": previousUntil },
+        ...update({ add: { generation: 1 }, set: { rotatedAt: now, previousUntil } }),
         ReturnValues: "ALL_NEW",
       }),
     );

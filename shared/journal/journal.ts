@@ -1,7 +1,5 @@
-import { ConditionalCheckFailedException, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
-  BatchGetCommand,
-  BatchWriteCommand,
   DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -9,14 +7,17 @@ import {
   type QueryCommandInput,
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
-import { unmarshall } from "@aws-sdk/util-dynamodb";
 import DataLoader from "dataloader";
 import pMap from "p-map";
+import { batchGet, batchPut } from "../dynamo/batch.ts";
+import { and, type Condition, exists, notExists } from "../dynamo/conditions.ts";
+import { onlyIf, type UpdateSpec, update } from "../dynamo/expression.ts";
+import { onConditionFailed } from "../dynamo/failures.ts";
 import type { NewEvent } from "../model/event.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { JournalConditionError } from "./errors.ts";
 import { type JournalItem, type JournalStatus, journalKey, PENDING_STATUSES, toJournalItem } from "./item.ts";
-import { type Condition, isDead, isPending, olderThan, type Update, update } from "./updates.ts";
+import { isDead, isPending, olderThan } from "./updates.ts";
 
 export interface Page<T> {
   readonly items: T[];
@@ -33,8 +34,7 @@ export type CreateResult =
  * 64 in flight and less below (measured), AWS far more.
  */
 const PARALLEL_PUTS = 32;
-/** BatchWriteItem's limit, and requests of it in flight per batch create. */
-const BATCH_WRITE_ITEMS = 25;
+/** BatchWriteItem requests (of 25 puts) in flight per batch create. */
 const PARALLEL_BATCH_WRITES = 8;
 const PARALLEL_READS = 8;
 
@@ -70,22 +70,19 @@ export class EventJournal {
 
   /** Writes one event unless its id exists; a repeat returns the existing item instead. */
   async create(event: NewEvent, shard: number): Promise<CreateResult> {
-    try {
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.table,
-          Item: toJournalItem(event, shard),
-          ConditionExpression: "attribute_not_exists(pk)",
-          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-        }),
-      );
-      return { created: true };
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        return { created: false, existing: unmarshall(error.Item!) as JournalItem };
-      }
-      throw error;
-    }
+    const put = this.doc.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: toJournalItem(event, shard),
+        ...onlyIf(notExists("pk")),
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      }),
+    );
+    return onConditionFailed(
+      put.then((): CreateResult => ({ created: true })),
+      // Refused only when an item with this key exists, so there is one.
+      (existing: JournalItem | undefined): CreateResult => ({ created: false, existing: existing! }),
+    );
   }
 
   /**
@@ -114,27 +111,12 @@ export class EventJournal {
 
   /** BatchWriteItem, 25 puts a request, retrying what DynamoDB leaves unprocessed. */
   private async writeFresh(events: readonly { event: NewEvent; shard: number }[]): Promise<void> {
-    const chunks: (typeof events)[] = [];
-    for (let i = 0; i < events.length; i += BATCH_WRITE_ITEMS)
-      chunks.push(events.slice(i, i + BATCH_WRITE_ITEMS));
-    await pMap(
-      chunks,
-      async (chunk) => {
-        let request: Record<string, { PutRequest: { Item: Record<string, unknown> } }[]> | undefined = {
-          [this.table]: chunk.map(({ event, shard }) => ({
-            PutRequest: { Item: toJournalItem(event, shard) as unknown as Record<string, unknown> },
-          })),
-        };
-        for (let round = 0; request && Object.keys(request).length > 0; round++) {
-          // Still throttled after about eight seconds: fail the call (a retried call gets new ids).
-          if (round > 12) throw new Error(`BatchWriteItem left items unprocessed after ${round} rounds`);
-          if (round > 0) await sleep(Math.min(1_000, 20 * 2 ** round));
-          const reply = await this.doc.send(new BatchWriteCommand({ RequestItems: request }));
-          request = reply.UnprocessedItems as typeof request;
-        }
-      },
-      { concurrency: PARALLEL_BATCH_WRITES },
-    );
+    // Still throttled after about eight seconds, the call fails (a retried call gets new ids).
+    await batchPut(this.doc, {
+      table: this.table,
+      items: events.map(({ event, shard }) => toJournalItem(event, shard)),
+      concurrency: PARALLEL_BATCH_WRITES,
+    });
   }
 
   async get(tenant: string, id: string): Promise<JournalItem | undefined> {
@@ -151,90 +133,50 @@ export class EventJournal {
 
   /** Reads many items by key, 100 per request, retrying what DynamoDB leaves unprocessed. */
   async getMany(keys: readonly string[]): Promise<Map<string, JournalItem>> {
-    const found = new Map<string, JournalItem>();
-    const unique = [...new Set(keys)];
-    const chunks: string[][] = [];
-    for (let i = 0; i < unique.length; i += 100) chunks.push(unique.slice(i, i + 100));
     // Several requests in flight: a dispatcher claiming thousands of events reads them in parallel.
-    await pMap(
-      chunks,
-      async (chunk) => {
-        let request:
-          | Record<string, { Keys: Record<string, unknown>[]; ConsistentRead: boolean }>
-          | undefined = {
-          [this.table]: { Keys: chunk.map((pk) => ({ pk })), ConsistentRead: true },
-        };
-        for (let round = 0; request && Object.keys(request).length > 0; round++) {
-          if (round > 0) await sleep(Math.min(1_000, 20 * 2 ** round));
-          const reply = await this.reader.send(new BatchGetCommand({ RequestItems: request }));
-          for (const item of reply.Responses?.[this.table] ?? [])
-            found.set(item.pk as string, item as JournalItem);
-          request = reply.UnprocessedKeys as typeof request;
-        }
-      },
-      { concurrency: PARALLEL_READS },
-    );
-    return found;
+    const items = await batchGet<JournalItem>(this.reader, {
+      table: this.table,
+      keys: [...new Set(keys)].map((pk) => ({ pk })),
+      consistent: true,
+      concurrency: PARALLEL_READS,
+    });
+    return new Map(items.map((item) => [item.pk, item]));
   }
 
   markSucceeded(tenant: string, id: string, attempts: number, now: number) {
-    return this.apply(
-      "markSucceeded",
-      tenant,
-      id,
-      isPending,
-      update({
-        set: { status: "succeeded", attempts, updatedAt: now, finishedAt: now, ttl: this.expiry(now) },
-        remove: ["pshard", "pdue"],
-      }),
-    );
+    return this.apply("markSucceeded", tenant, id, isPending, {
+      set: { status: "succeeded", attempts, updatedAt: now, finishedAt: now, ttl: this.expiry(now) },
+      remove: ["pshard", "pdue"],
+    });
   }
 
   markRetrying(tenant: string, id: string, attempts: number, lastError: string, runAt: number, now: number) {
-    return this.apply(
-      "markRetrying",
-      tenant,
-      id,
-      isPending,
-      update({
-        set: { status: "retrying", attempts, lastError, runAt, pdue: runAt, updatedAt: now },
-      }),
-    );
+    return this.apply("markRetrying", tenant, id, isPending, {
+      set: { status: "retrying", attempts, lastError, runAt, pdue: runAt, updatedAt: now },
+    });
   }
 
   markDead(tenant: string, id: string, attempts: number, lastError: string, now: number) {
-    return this.apply(
-      "markDead",
-      tenant,
-      id,
-      isPending,
-      update({
-        set: {
-          status: "dead",
-          attempts,
-          lastError,
-          updatedAt: now,
-          finishedAt: now,
-          dtenant: tenant,
-          dkey: `${String(now).padStart(15, "0")}#${id}`,
-          ttl: this.expiry(now),
-        },
-        remove: ["pshard", "pdue"],
-      }),
-    );
+    return this.apply("markDead", tenant, id, isPending, {
+      set: {
+        status: "dead",
+        attempts,
+        lastError,
+        updatedAt: now,
+        finishedAt: now,
+        dtenant: tenant,
+        dkey: `${String(now).padStart(15, "0")}#${id}`,
+        ttl: this.expiry(now),
+      },
+      remove: ["pshard", "pdue"],
+    });
   }
 
   markCancelled(tenant: string, id: string, now: number) {
-    return this.apply(
-      "markCancelled",
-      tenant,
-      id,
-      isPending,
-      update({
-        set: { status: "cancelled", updatedAt: now, finishedAt: now, ttl: this.expiry(now) },
-        remove: ["pshard", "pdue"],
-      }),
-    );
+    return this.apply("markCancelled", tenant, id, isPending, {
+      set: { status: "cancelled", updatedAt: now, finishedAt: now, ttl: this.expiry(now) },
+      remove: ["pshard", "pdue"],
+    });
   }
 
   /**
@@ -244,30 +186,18 @@ export class EventJournal {
    * Without it (the index did not hold the event), the version goes up by one.
    */
   reschedule(tenant: string, id: string, runAt: number, now: number, version?: number) {
-    const change = update({
-      set: { runAt, pdue: runAt, updatedAt: now, ...(version !== undefined && { version }) },
-    });
+    const set = { runAt, pdue: runAt, updatedAt: now };
     if (version === undefined) {
-      return this.apply("reschedule", tenant, id, isPending, {
-        expression: `${change.expression} ADD #version :one`,
-        names: { ...change.names, "#version": "version" },
-        values: { ...change.values, ":one": 1 },
-      });
+      return this.apply("reschedule", tenant, id, isPending, { set, add: { version: 1 } });
     }
-    return this.apply("reschedule", tenant, id, olderThan(version), change);
+    return this.apply("reschedule", tenant, id, olderThan(version), { set: { ...set, version } });
   }
 
   replay(tenant: string, id: string, runAt: number, shard: number, now: number) {
-    return this.apply(
-      "replay",
-      tenant,
-      id,
-      isDead,
-      update({
-        set: { status: "scheduled", attempts: 0, runAt, pshard: String(shard), pdue: runAt, updatedAt: now },
-        remove: ["dtenant", "dkey", "ttl", "finishedAt", "lastError"],
-      }),
-    );
+    return this.apply("replay", tenant, id, isDead, {
+      set: { status: "scheduled", attempts: 0, runAt, pshard: String(shard), pdue: runAt, updatedAt: now },
+      remove: ["dtenant", "dkey", "ttl", "finishedAt", "lastError"],
+    });
   }
 
   /** A tenant's events, newest first. */
@@ -402,33 +332,22 @@ export class EventJournal {
     tenant: string,
     id: string,
     condition: Condition,
-    change: Update,
+    change: Omit<UpdateSpec, "if">,
   ): Promise<JournalItem> {
     const key = journalKey(tenant, id);
-    try {
-      const { Attributes } = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: key },
-          UpdateExpression: change.expression,
-          ConditionExpression: `attribute_exists(pk) AND ${condition.expression}`,
-          ExpressionAttributeNames: { ...change.names, ...condition.names },
-          ExpressionAttributeValues: { ...change.values, ...condition.values },
-          ReturnValues: "ALL_NEW",
-          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-        }),
-      );
-      return Attributes as JournalItem;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        throw new JournalConditionError(
-          operation,
-          key,
-          error.Item ? (unmarshall(error.Item) as JournalItem) : undefined,
-        );
-      }
-      throw error;
-    }
+    const write = this.doc.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: key },
+        ...update({ ...change, if: and(exists("pk"), condition) }),
+        ReturnValues: "ALL_NEW",
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      }),
+    );
+    const { Attributes } = await onConditionFailed(write, (existing: JournalItem | undefined) => {
+      throw new JournalConditionError(operation, key, existing);
+    });
+    return Attributes as JournalItem;
   }
 
   private expiry(now: number): number {
@@ -437,7 +356,3 @@ export class EventJournal {
 }
 
 export type { JournalStatus };
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((done) => setTimeout(done, ms));
-}

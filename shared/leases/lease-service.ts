@@ -1,6 +1,8 @@
-import { ConditionalCheckFailedException, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { and, atMost, equals, greaterThan, notExists, or } from "../dynamo/conditions.ts";
+import { increment, type UpdateSpec, update } from "../dynamo/expression.ts";
+import { onConditionFailed } from "../dynamo/failures.ts";
 import { LeaseHeldError, LeaseValidationError, StaleLeaseError } from "./errors.ts";
 
 /**
@@ -60,36 +62,23 @@ export class LeaseService {
   async acquire(tenant: string, name: string, owner: string, ttlMs: number): Promise<LeaseGrant> {
     checkTtl(ttlMs);
     const now = this.clock();
-    try {
-      const { Attributes } = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: keyOf(tenant, name) },
-          UpdateExpression:
-            "SET #owner = :owner, expiresAt = :expires, #token = if_not_exists(#token, :zero) + :one",
-          ConditionExpression:
-            "attribute_not_exists(pk) OR attribute_not_exists(#owner) OR expiresAt <= :expiredBefore",
-          ExpressionAttributeNames: { "#owner": "owner", "#token": "token" },
-          ExpressionAttributeValues: {
-            ":owner": owner,
-            ":expires": now + ttlMs,
-            ":expiredBefore": now - CLOCK_SKEW_MARGIN_MS,
-            ":zero": 0,
-            ":one": 1,
-          },
-          ReturnValues: "ALL_NEW",
-          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    const write = this.doc.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: keyOf(tenant, name) },
+        ...update({
+          set: { owner, expiresAt: now + ttlMs, token: increment(1) },
+          if: or(notExists("pk"), notExists("owner"), atMost("expiresAt", now - CLOCK_SKEW_MARGIN_MS)),
         }),
-      );
-      const item = Attributes as LeaseItem;
-      return { name, owner, token: item.token, expiresAt: item.expiresAt };
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        const item = unmarshall(error.Item ?? {}) as Partial<LeaseItem>;
-        throw new LeaseHeldError(name, item.owner ?? "unknown", item.expiresAt ?? 0);
-      }
-      throw error;
-    }
+        ReturnValues: "ALL_NEW",
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      }),
+    );
+    const { Attributes } = await onConditionFailed(write, (existing: Partial<LeaseItem> | undefined) => {
+      throw new LeaseHeldError(name, existing?.owner ?? "unknown", existing?.expiresAt ?? 0);
+    });
+    const item = Attributes as LeaseItem;
+    return { name, owner, token: item.token, expiresAt: item.expiresAt };
   }
 
   /** Extends the lease, for the same owner and token only, and only while it has not expired. */
@@ -102,25 +91,16 @@ export class LeaseService {
   ): Promise<LeaseGrant> {
     checkTtl(ttlMs);
     const now = this.clock();
-    await this.conditional(name, owner, token, {
-      Key: { pk: keyOf(tenant, name) },
-      UpdateExpression: "SET expiresAt = :expires",
-      ConditionExpression: "#owner = :owner AND #token = :token AND expiresAt > :now",
-      ExpressionAttributeNames: { "#owner": "owner", "#token": "token" },
-      ExpressionAttributeValues: { ":owner": owner, ":token": token, ":now": now, ":expires": now + ttlMs },
+    await this.conditional(tenant, name, owner, token, {
+      set: { expiresAt: now + ttlMs },
+      if: greaterThan("expiresAt", now),
     });
     return { name, owner, token, expiresAt: now + ttlMs };
   }
 
   /** Gives the lease up, for the same owner and token only. The token counter stays. */
   async release(tenant: string, name: string, owner: string, token: number): Promise<void> {
-    await this.conditional(name, owner, token, {
-      Key: { pk: keyOf(tenant, name) },
-      UpdateExpression: "REMOVE #owner SET expiresAt = :zero",
-      ConditionExpression: "#owner = :owner AND #token = :token",
-      ExpressionAttributeNames: { "#owner": "owner", "#token": "token" },
-      ExpressionAttributeValues: { ":owner": owner, ":token": token, ":zero": 0 },
-    });
+    await this.conditional(tenant, name, owner, token, { remove: ["owner"], set: { expiresAt: 0 } });
   }
 
   async get(tenant: string, name: string): Promise<LeaseState> {
@@ -138,27 +118,31 @@ export class LeaseService {
     };
   }
 
+  /** A change by the holder: only while `owner` holds the lease with `token`, and the change's own condition holds. */
   private async conditional(
+    tenant: string,
     name: string,
     owner: string,
     token: number,
-    input: Omit<ConstructorParameters<typeof UpdateCommand>[0], "TableName">,
+    change: UpdateSpec,
   ): Promise<void> {
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          ...input,
-          TableName: this.table,
-          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-        }),
+    const holder = and(equals("owner", owner), equals("token", token));
+    const write = this.doc.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: keyOf(tenant, name) },
+        ...update({ ...change, if: change.if ? and(holder, change.if) : holder }),
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      }),
+    );
+    await onConditionFailed(write, (existing: LeaseItem | undefined) => {
+      throw new StaleLeaseError(
+        name,
+        owner,
+        token,
+        existing && { holder: existing.owner, token: existing.token },
       );
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        const item = error.Item ? (unmarshall(error.Item) as LeaseItem) : undefined;
-        throw new StaleLeaseError(name, owner, token, item && { holder: item.owner, token: item.token });
-      }
-      throw error;
-    }
+    });
   }
 }
 

@@ -1,5 +1,7 @@
-import { ConditionalCheckFailedException } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, PutCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { notExists } from "../dynamo/conditions.ts";
+import { onlyIf } from "../dynamo/expression.ts";
+import { onConditionFailed } from "../dynamo/failures.ts";
 import { decodeCursor, encodeCursor } from "../journal/cursor.ts";
 import { ledgerKey, snapshotKey } from "./keys.ts";
 import { apply, type LedgerEntry, type StockLevels } from "./model.ts";
@@ -114,24 +116,21 @@ export class LedgerHistory {
       previous?.levels ?? ZERO,
     );
     const upTo = settled[settled.length - 1]!.sk;
-    try {
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.table,
-          Item: {
-            pk: snapshotKey(tenant, sku),
-            sk: upTo,
-            kind: "SNAPSHOT",
-            ...levels,
-            entries: settled.length,
-            at: this.clock(),
-          },
-          ConditionExpression: "attribute_not_exists(pk)",
-        }),
-      );
-    } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-    }
+    const put = this.doc.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: {
+          pk: snapshotKey(tenant, sku),
+          sk: upTo,
+          kind: "SNAPSHOT",
+          ...levels,
+          entries: settled.length,
+          at: this.clock(),
+        },
+        ...onlyIf(notExists("pk")),
+      }),
+    );
+    await onConditionFailed(put, () => undefined);
     return { upTo, levels };
   }
 }

@@ -1,20 +1,13 @@
-import { TransactionCanceledException } from "@aws-sdk/client-dynamodb";
-import {
-  type DynamoDBDocumentClient,
-  GetCommand,
-  TransactWriteCommand,
-  type TransactWriteCommandInput,
-} from "@aws-sdk/lib-dynamodb";
+import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
+import { atLeast as availableAtLeast, notExists } from "../dynamo/conditions.ts";
+import { increment, onlyIf, update } from "../dynamo/expression.ts";
 import { counterKey, ledgerKey, reservationKey } from "./keys.ts";
 import type { EntryKind, Reservation } from "./model.ts";
 
 /**
- * The ledger table's items, built from named parts, and the one transaction loop every ledger
- * write goes through. Stock and reservations both write counters, entries and reservations.
+ * The ledger table's items, built from named parts. Stock and reservations both write counters,
+ * entries and reservations, each in a transaction (`transact`, which retries conflicts).
  */
-export type TransactItems = NonNullable<TransactWriteCommandInput["TransactItems"]>;
-
-const CONFLICT_RETRIES = 8;
 
 export type CounterChanges = Partial<Record<"onHand" | "held" | "sold" | "available" | "entries", number>>;
 
@@ -28,26 +21,16 @@ export class LedgerItems {
   /** Adds `changes` to a SKU's counter; with `atLeast`, only if that much is available. */
   counterUpdate(tenant: string, sku: string, changes: CounterChanges, atLeast?: number) {
     const fields = { onHand: 0, held: 0, sold: 0, available: 0, entries: 1, ...changes };
-    const names: Record<string, string> = {};
-    const values: Record<string, number> = { ":zero": 0 };
-    const sets = Object.entries(fields).map(([field, delta]) => {
-      names[`#${field}`] = field;
-      values[`:${field}`] = delta;
-      return `#${field} = if_not_exists(#${field}, :zero) + :${field}`;
-    });
-    if (atLeast !== undefined) values[":need"] = atLeast;
     return {
       Update: {
         TableName: this.table,
         Key: { pk: counterKey(tenant, sku), sk: "counter" },
-        UpdateExpression: `SET ${sets.join(", ")}`,
-        // On a shortage, the cancellation reason carries the counter, so the answer can say how much is left.
-        ...(atLeast !== undefined && {
-          ConditionExpression: "#available >= :need",
-          ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const,
+        ...update({
+          set: Object.fromEntries(Object.entries(fields).map(([field, delta]) => [field, increment(delta)])),
+          if: atLeast !== undefined ? availableAtLeast("available", atLeast) : undefined,
         }),
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
+        // On a shortage, the cancellation reason carries the counter, so the answer can say how much is left.
+        ...(atLeast !== undefined && { ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const }),
       },
     };
   }
@@ -57,7 +40,7 @@ export class LedgerItems {
       Put: {
         TableName: this.table,
         Item: { pk: reservationKey(tenant, reservation.id), sk: "reservation", ...reservation },
-        ConditionExpression: "attribute_not_exists(pk)",
+        ...onlyIf(notExists("pk")),
       },
     };
   }
@@ -74,32 +57,9 @@ export class LedgerItems {
           reservationId,
           at: this.clock(),
         },
-        ConditionExpression: "attribute_not_exists(pk)",
+        ...onlyIf(notExists("pk")),
       },
     };
-  }
-}
-
-/**
- * One transaction, retried when DynamoDB cancels it for a conflict with a concurrent one. The items
- * are built again for every attempt, so a ledger entry's id (a ULID: its time orders the ledger) is
- * taken when the attempt is sent, not when a first attempt was: an entry whose transaction waited
- * out conflicts behind others must not sort before the entries that committed meanwhile.
- */
-export async function transact(doc: DynamoDBDocumentClient, build: () => TransactItems): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await doc.send(new TransactWriteCommand({ TransactItems: build() }));
-      return;
-    } catch (error) {
-      const conflict =
-        (error instanceof TransactionCanceledException &&
-          (error.CancellationReasons ?? []).some((r) => r.Code === "TransactionConflict") &&
-          !(error.CancellationReasons ?? []).some((r) => r.Code === "ConditionalCheckFailed")) ||
-        (error as Error).name === "TransactionInProgressException";
-      if (!conflict || attempt >= CONFLICT_RETRIES) throw error;
-      await new Promise((done) => setTimeout(done, Math.random() * 20 * 2 ** attempt));
-    }
   }
 }
 

@@ -1,11 +1,6 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import {
-  BatchGetCommand,
-  type BatchGetCommandOutput,
-  DynamoDBDocumentClient,
-  GetCommand,
-} from "@aws-sdk/lib-dynamodb";
-import pMap from "p-map";
+import { DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
+import { batchGet } from "../dynamo/batch.ts";
 import { counterKey, reservationKey } from "./keys.ts";
 
 /** What the hold admission needs to know from the ledger (the truth) to rebuild its counts. */
@@ -21,9 +16,6 @@ export interface HoldAttempt {
   /** The attempt's expiry event id: only one attempt per reservation id ever commits. */
   readonly attempt: string;
 }
-
-/** BatchGetItem reads at most 100 keys. */
-const BATCH = 100;
 
 export function ledgerFacts(client: DynamoDBClient, table: string): LedgerFacts {
   const doc = DynamoDBDocumentClient.from(client);
@@ -41,33 +33,14 @@ export function ledgerFacts(client: DynamoDBClient, table: string): LedgerFacts 
     },
     async committed(tenant, attempts) {
       const ids = [...new Set(attempts.map((a) => a.reservationId))];
-      const chunks = Array.from({ length: Math.ceil(ids.length / BATCH) }, (_, i) =>
-        ids.slice(i * BATCH, (i + 1) * BATCH),
-      );
-      const found = new Map<string, string>();
-      await pMap(
-        chunks,
-        async (chunk) => {
-          let keys: Record<string, unknown>[] | undefined = chunk.map((id) => ({
-            pk: reservationKey(tenant, id),
-            sk: "reservation",
-          }));
-          for (let round = 0; keys && keys.length > 0; round++) {
-            if (round > 0) await new Promise((done) => setTimeout(done, Math.min(1_000, 20 * 2 ** round)));
-            const reply: BatchGetCommandOutput = await doc.send(
-              new BatchGetCommand({
-                RequestItems: {
-                  [table]: { Keys: keys, ConsistentRead: true, ProjectionExpression: "id, expiryEventId" },
-                },
-              }),
-            );
-            for (const item of reply.Responses?.[table] ?? [])
-              found.set(String(item.id), String(item.expiryEventId));
-            keys = reply.UnprocessedKeys?.[table]?.Keys;
-          }
-        },
-        { concurrency: 4 },
-      );
+      const items = await batchGet<{ id: string; expiryEventId: string }>(doc, {
+        table,
+        keys: ids.map((id) => ({ pk: reservationKey(tenant, id), sk: "reservation" })),
+        consistent: true,
+        attributes: ["id", "expiryEventId"],
+        concurrency: 4,
+      });
+      const found = new Map(items.map((item) => [String(item.id), String(item.expiryEventId)]));
       return new Set(attempts.filter((a) => found.get(a.reservationId) === a.attempt).map((a) => a.attempt));
     },
   };

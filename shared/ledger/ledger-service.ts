@@ -32,8 +32,8 @@ export interface LedgerOptions {
 
 /**
  * The stock ledger's one entry point, for the HTTP routes and the expiry handler: stock
- * (`StockService`) and holds (`ReservationService`) share one table, its item builders and one
- * transaction loop (`items.ts`).
+ * (`StockService`) and holds (`ReservationService`) share one table and its item builders
+ * (`items.ts`); every write is a transaction through the DynamoDB toolkit's `transact`.
  */
 export class StockLedger {
   private readonly stockService: StockService;

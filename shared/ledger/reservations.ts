@@ -1,6 +1,8 @@
-import { TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { and, equals, greaterThan } from "../dynamo/conditions.ts";
+import { update } from "../dynamo/expression.ts";
+import { transactionRefusals } from "../dynamo/failures.ts";
+import { type TransactItems, transact } from "../dynamo/transact.ts";
 import { fieldIssues } from "../events/validate.ts";
 import type { Logger } from "../logger.ts";
 import type { Admission, HoldAdmission } from "./admission.ts";
@@ -13,7 +15,7 @@ import {
   type Shortage,
 } from "./errors.ts";
 import { GroupCommit } from "./group-commit.ts";
-import { type LedgerItems, mergeItems, readReservation, type TransactItems, transact } from "./items.ts";
+import { type LedgerItems, mergeItems, readReservation } from "./items.ts";
 import { reservationKey } from "./keys.ts";
 import { holdInput, MAX_HOLD_ITEMS, type Reservation, type ReservationStatus } from "./model.ts";
 
@@ -229,14 +231,13 @@ export class ReservationService {
     await this.cancelExpiry(tenant, expiryEventId);
     // Another request with the same id won the race: answer as for a repeat.
     if (current) return { reservation: this.sameHold(current, items), created: false };
-    if (!(error instanceof TransactionCanceledException)) throw error;
-    const reasons = error.CancellationReasons ?? [];
+    const refusals = transactionRefusals(error);
+    if (!refusals) throw error;
     const shortages: Shortage[] = [];
     items.forEach(({ sku, quantity }, i) => {
-      const reason = reasons[1 + i * 2];
-      if (reason?.Code !== "ConditionalCheckFailed") return;
-      const counter = reason.Item ? unmarshall(reason.Item) : undefined;
-      shortages.push({ sku, requested: quantity, available: Number(counter?.available ?? 0) });
+      const counter = refusals[1 + i * 2];
+      if (!counter) return;
+      shortages.push({ sku, requested: quantity, available: Number(counter.existing?.available ?? 0) });
     });
     if (shortages.length > 0) throw new InsufficientStockError(shortages);
     throw error;
@@ -314,21 +315,18 @@ export class ReservationService {
           Update: {
             TableName: this.table,
             Key: { pk: reservationKey(tenant, reservation.id), sk: "reservation" },
-            UpdateExpression: "SET #status = :to, updatedAt = :now",
-            ConditionExpression: requireUnexpired
-              ? "#status = :held AND expiresAt > :now"
-              : "#status = :held",
-            ExpressionAttributeNames: { "#status": "status" },
-            ExpressionAttributeValues: { ":to": to, ":held": "held", ":now": now },
+            ...update({
+              set: { status: to, updatedAt: now },
+              if: requireUnexpired
+                ? and(equals("status", "held"), greaterThan("expiresAt", now))
+                : equals("status", "held"),
+            }),
           },
         },
         ...reservation.items.flatMap(({ sku, quantity }) => perItem(sku, quantity)),
       ]);
     } catch (error) {
-      if (
-        error instanceof TransactionCanceledException &&
-        error.CancellationReasons?.[0]?.Code === "ConditionalCheckFailed"
-      ) {
+      if (transactionRefusals(error)?.[0]) {
         const current = await this.getReservation(tenant, reservation.id);
         const status = current.status === "held" && current.expiresAt <= now ? "expired" : current.status;
         throw new ReservationStateError(reservation.id, status, operation);

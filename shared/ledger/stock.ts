@@ -1,11 +1,13 @@
-import { TransactionCanceledException } from "@aws-sdk/client-dynamodb";
 import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
-import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { notExists } from "../dynamo/conditions.ts";
+import { onlyIf } from "../dynamo/expression.ts";
+import { transactionRefusals } from "../dynamo/failures.ts";
+import { transact } from "../dynamo/transact.ts";
 import { fieldIssues } from "../events/validate.ts";
 import type { HoldAdmission } from "./admission.ts";
 import { LedgerValidationError } from "./errors.ts";
 import type { LedgerHistory } from "./history.ts";
-import { type LedgerItems, transact } from "./items.ts";
+import type { LedgerItems } from "./items.ts";
 import { counterKey, receiptKey } from "./keys.ts";
 import { type ReconcileReport, receiptInput, type StockView, view } from "./model.ts";
 
@@ -36,7 +38,7 @@ export class StockService {
       Put: {
         TableName: this.table,
         Item: { pk: receiptKey(tenant, sku, id), sk: "receipt", quantity, at: this.clock() },
-        ConditionExpression: "attribute_not_exists(pk)",
+        ...onlyIf(notExists("pk")),
         ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const,
       },
     };
@@ -48,11 +50,9 @@ export class StockService {
       ]);
       await this.admission?.credit(tenant, sku, quantity);
     } catch (error) {
-      const reason =
-        error instanceof TransactionCanceledException ? error.CancellationReasons?.[0] : undefined;
-      if (!marker || reason?.Code !== "ConditionalCheckFailed") throw error;
-      const first = reason.Item ? unmarshall(reason.Item) : undefined;
-      if (Number(first?.quantity) !== quantity) {
+      const refusal = transactionRefusals(error)?.[0];
+      if (!marker || !refusal) throw error;
+      if (Number(refusal.existing?.quantity) !== quantity) {
         throw new LedgerValidationError([
           { path: "id", message: "this receipt id was used for another quantity" },
         ]);

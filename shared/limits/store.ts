@@ -1,6 +1,8 @@
-import { ConditionalCheckFailedException, type DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { type Condition, equals, notExists } from "../dynamo/conditions.ts";
+import { increment, update } from "../dynamo/expression.ts";
+import { onConditionFailed } from "../dynamo/failures.ts";
 import { LimitsVersionMismatchError } from "./errors.ts";
 import { noLimits, type StoredLimits, type TypeLimits } from "./model.ts";
 
@@ -45,62 +47,44 @@ export class LimitsStore {
     now: number,
     expectedVersion?: number,
   ): Promise<StoredLimits> {
-    const values: Record<string, unknown> = {
-      ":tenant": tenant,
-      ":type": type,
-      ":paused": limits.paused,
-      ":now": now,
-      ":zero": 0,
-      ":one": 1,
-    };
-    const set = ["tenant = :tenant", "#type = :type", "paused = :paused", "updatedAt = :now"];
-    const remove: string[] = [];
-    for (const field of ["ratePerSecond", "burst", "maxConcurrency"] as const) {
-      if (limits[field] === undefined) remove.push(field);
-      else {
-        set.push(`${field} = :${field}`);
-        values[`:${field}`] = limits[field];
-      }
-    }
-    set.push("version = if_not_exists(version, :zero) + :one");
+    const optional = ["ratePerSecond", "burst", "maxConcurrency"] as const;
     // Indexed first: a crash between the two writes leaves an index entry without limits (read as
     // none), never limits the dispatcher cannot find.
     await this.doc.send(
       new UpdateCommand({
         TableName: this.table,
         Key: { pk: INDEX_KEY },
-        UpdateExpression: "ADD #groups :group",
-        ExpressionAttributeNames: { "#groups": "groups" },
-        ExpressionAttributeValues: { ":group": new Set([`${tenant}/${type}`]) },
+        ...update({ add: { groups: new Set([`${tenant}/${type}`]) } }),
       }),
     );
-    let condition: string | undefined;
-    if (expectedVersion === 0) condition = "attribute_not_exists(pk)";
-    else if (expectedVersion !== undefined) {
-      condition = "version = :expected";
-      values[":expected"] = expectedVersion;
-    }
-    try {
-      const { Attributes } = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: keyOf(tenant, type) },
-          UpdateExpression: `SET ${set.join(", ")}${remove.length ? ` REMOVE ${remove.join(", ")}` : ""}`,
-          ConditionExpression: condition,
-          ExpressionAttributeNames: { "#type": "type" },
-          ExpressionAttributeValues: values,
-          ReturnValues: "ALL_NEW",
-          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    const write = this.doc.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: keyOf(tenant, type) },
+        ...update({
+          set: {
+            tenant,
+            type,
+            paused: limits.paused,
+            updatedAt: now,
+            // An unset limit is removed below; `update` leaves out undefined values.
+            ratePerSecond: limits.ratePerSecond,
+            burst: limits.burst,
+            maxConcurrency: limits.maxConcurrency,
+            version: increment(1),
+          },
+          remove: optional.filter((field) => limits[field] === undefined),
+          if: atVersion(expectedVersion),
         }),
-      );
-      return limitsOf(Attributes ?? {});
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) {
-        const current = error.Item ? limitsOf(unmarshall(error.Item)) : noLimits(tenant, type);
-        throw new LimitsVersionMismatchError(type, expectedVersion ?? 0, current);
-      }
-      throw error;
-    }
+        ReturnValues: "ALL_NEW",
+        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+      }),
+    );
+    const { Attributes } = await onConditionFailed(write, (existing) => {
+      const current = existing ? limitsOf(existing) : noLimits(tenant, type);
+      throw new LimitsVersionMismatchError(type, expectedVersion ?? 0, current);
+    });
+    return limitsOf(Attributes ?? {});
   }
 
   /** Every tenant's limits that were ever set (for the dispatcher, once a tick). */
@@ -119,6 +103,12 @@ export class LimitsStore {
     }
     return all.filter((limits) => limits.version > 0);
   }
+}
+
+/** The condition of a versioned set: 0 means never written, undefined any version. */
+function atVersion(expected: number | undefined): Condition | undefined {
+  if (expected === undefined) return undefined;
+  return expected === 0 ? notExists("pk") : equals("version", expected);
 }
 
 function keyOf(tenant: string, type: string): string {

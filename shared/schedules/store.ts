@@ -1,17 +1,15 @@
-import {
-  ConditionalCheckFailedException,
-  type DynamoDBClient,
-  TransactionCanceledException,
-} from "@aws-sdk/client-dynamodb";
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
   DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
   QueryCommand,
-  TransactWriteCommand,
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
-import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { and, equals, exists, lessThan, notExists, or } from "../dynamo/conditions.ts";
+import { onlyIf, update } from "../dynamo/expression.ts";
+import { onConditionFailed, transactionRefusals } from "../dynamo/failures.ts";
+import { transact } from "../dynamo/transact.ts";
 import { shardOf } from "../engine/keys.ts";
 import { decodeCursor, encodeCursor } from "../journal/cursor.ts";
 import { ScheduleValidationError } from "./errors.ts";
@@ -64,37 +62,28 @@ export class ScheduleStore {
   /** Writes a new schedule and counts it, unless the id exists (returned) or the tenant is full (422). */
   async create(item: ScheduleItem, maxPerTenant: number): Promise<CreateOutcome> {
     try {
-      await this.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Put: {
-                TableName: this.table,
-                Item: item,
-                ConditionExpression: "attribute_not_exists(sk)",
-                ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-              },
-            },
-            {
-              Update: {
-                TableName: this.table,
-                Key: { pk: item.tenant, sk: COUNTER },
-                UpdateExpression: "ADD n :one",
-                ConditionExpression: "attribute_not_exists(n) OR n < :max",
-                ExpressionAttributeValues: { ":one": 1, ":max": maxPerTenant },
-              },
-            },
-          ],
-        }),
-      );
+      await transact(this.doc, () => [
+        {
+          Put: {
+            TableName: this.table,
+            Item: item,
+            ...onlyIf(notExists("sk")),
+            ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+          },
+        },
+        {
+          Update: {
+            TableName: this.table,
+            Key: { pk: item.tenant, sk: COUNTER },
+            ...update({ add: { n: 1 }, if: or(notExists("n"), lessThan("n", maxPerTenant)) }),
+          },
+        },
+      ]);
       return { created: true };
     } catch (error) {
-      if (!(error instanceof TransactionCanceledException)) throw error;
-      const [put, counter] = error.CancellationReasons ?? [];
-      if (put?.Code === "ConditionalCheckFailed" && put.Item) {
-        return { created: false, existing: unmarshall(put.Item) as ScheduleItem };
-      }
-      if (counter?.Code === "ConditionalCheckFailed") {
+      const [put, counter] = transactionRefusals<ScheduleItem>(error) ?? [];
+      if (put?.existing) return { created: false, existing: put.existing };
+      if (counter) {
         throw new ScheduleValidationError([
           { path: "", message: `a tenant may have at most ${maxPerTenant} schedules; delete some first` },
         ]);
@@ -112,50 +101,31 @@ export class ScheduleStore {
 
   /** Replaces a schedule if its revision is still `revision`; false when someone changed it first. */
   async replace(item: ScheduleItem, revision: number): Promise<boolean> {
-    try {
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.table,
-          Item: item,
-          ConditionExpression: "attribute_exists(sk) AND revision = :r",
-          ExpressionAttributeValues: { ":r": revision },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+    const put = this.doc.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: item,
+        ...onlyIf(and(exists("sk"), equals("revision", revision))),
+      }),
+    );
+    return onConditionFailed(
+      put.then(() => true),
+      () => false,
+    );
   }
 
   /** Deletes a schedule and uncounts it; false when it was already gone. */
   async delete(tenant: string, id: string): Promise<boolean> {
     try {
-      await this.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Delete: {
-                TableName: this.table,
-                Key: { pk: tenant, sk: id },
-                ConditionExpression: "attribute_exists(sk)",
-              },
-            },
-            {
-              Update: {
-                TableName: this.table,
-                Key: { pk: tenant, sk: COUNTER },
-                UpdateExpression: "ADD n :minus",
-                ExpressionAttributeValues: { ":minus": -1 },
-              },
-            },
-          ],
-        }),
-      );
+      await transact(this.doc, () => [
+        { Delete: { TableName: this.table, Key: { pk: tenant, sk: id }, ...onlyIf(exists("sk")) } },
+        {
+          Update: { TableName: this.table, Key: { pk: tenant, sk: COUNTER }, ...update({ add: { n: -1 } }) },
+        },
+      ]);
       return true;
     } catch (error) {
-      if (!(error instanceof TransactionCanceledException)) throw error;
-      if (error.CancellationReasons?.[0]?.Code === "ConditionalCheckFailed") return false;
+      if (transactionRefusals(error)?.[0]) return false;
       throw error;
     }
   }
@@ -220,44 +190,34 @@ export class ScheduleStore {
    */
   async advance(item: ScheduleItem, change: Advance): Promise<boolean> {
     const ended = change.nextAt === undefined;
-    const set = [
-      "updatedAt = :now",
-      ...(ended ? ["#state = :ended"] : ["nextAt = :next", "dnext = :next"]),
-      ...(change.windowStart !== undefined ? ["windowStart = :ws"] : []),
-      ...(change.lastOccurrenceAt !== undefined
-        ? ["lastOccurrenceAt = :last", "lastOccurrenceId = :lastId"]
-        : []),
-    ];
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: item.tenant, sk: item.id },
-          UpdateExpression: `SET ${set.join(", ")} ADD occurrences :o, skipped :s, missed :m${ended ? " REMOVE nextAt, dshard, dnext" : ""}`,
-          ConditionExpression: "revision = :r AND nextAt = :old AND #state = :active",
-          ExpressionAttributeNames: { "#state": "state" },
-          ExpressionAttributeValues: {
-            ":now": change.now,
-            ":r": item.revision,
-            ":old": item.nextAt,
-            ":active": "active",
-            ":o": change.occurrences,
-            ":s": change.skipped,
-            ":m": change.missed,
-            ...(ended ? { ":ended": "ended" } : { ":next": change.nextAt }),
-            ...(change.windowStart !== undefined && { ":ws": change.windowStart }),
+    const write = this.doc.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: item.tenant, sk: item.id },
+        ...update({
+          set: {
+            updatedAt: change.now,
+            ...(ended ? { state: "ended" } : { nextAt: change.nextAt, dnext: change.nextAt }),
+            windowStart: change.windowStart,
             ...(change.lastOccurrenceAt !== undefined && {
-              ":last": change.lastOccurrenceAt,
-              ":lastId": change.lastOccurrenceId,
+              lastOccurrenceAt: change.lastOccurrenceAt,
+              lastOccurrenceId: change.lastOccurrenceId,
             }),
           },
+          add: { occurrences: change.occurrences, skipped: change.skipped, missed: change.missed },
+          remove: ended ? ["nextAt", "dshard", "dnext"] : [],
+          if: and(
+            equals("revision", item.revision),
+            equals("nextAt", item.nextAt),
+            equals("state", "active"),
+          ),
         }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
-    }
+      }),
+    );
+    return onConditionFailed(
+      write.then(() => true),
+      () => false,
+    );
   }
 
   /** Every schedule of a tenant, for stats: bounded by the per-tenant limit. */
