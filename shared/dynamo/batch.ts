@@ -83,7 +83,7 @@ export async function batchPut(doc: DynamoDBDocumentClient, spec: BatchPutSpec):
   );
 }
 
-/** Sends `request`, then what each reply left unprocessed, with a growing pause, until nothing is left. */
+/** Sends `first`, then what each reply left unprocessed, with a growing pause, until nothing is left. */
 async function untilProcessed<T>(
   operation: UnprocessedRequestError["operation"],
   first: T[],
