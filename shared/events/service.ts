@@ -399,6 +399,8 @@ export class EventService {
           if (synced.code === ScriptCode.CONFLICT)
             throw new EventStateConflictError(id, synced.status, "reschedule");
           if (synced.code === ScriptCode.DISPATCHED) dispatched = synced;
+          if (synced.code === ScriptCode.SCHEDULED)
+            await evictIfFar(index, member, synced.version, runAt, now, config);
         }
       }
       // Moved beyond the near horizon: out of the index, so Redis keeps only the near future.

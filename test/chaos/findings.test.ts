@@ -187,48 +187,54 @@ describe("chaos findings", () => {
   // its event (due within the look-ahead, so leased and sent at once), then the reschedule moves
   // the journal and restores: restore.lua finds the create's entry dispatched, and left it, so the
   // create's message ran at the old time after the reschedule had answered 200 with the new one.
-  it("a create indexed while a reschedule is between its index and journal writes runs at the new time", async () => {
-    const tenant = "chaos-reschedule-race-other-order";
-    const later = Date.now() + 60_000;
-    let release!: () => void;
-    const gate = new Promise<void>((done) => {
-      release = done;
+  for (const far of [false, true]) {
+    it(`a create indexed while a reschedule is between its index and journal writes runs at the new ${far ? "far " : ""}time`, async () => {
+      const tenant = `chaos-reschedule-race-other-order${far ? "-far" : ""}`;
+      // A far time (beyond the near horizon) leaves the index, for the loader to promote later.
+      const later = Date.now() + (far ? 2 * 3_600_000 : 60_000);
+      let release!: () => void;
+      const gate = new Promise<void>((done) => {
+        release = done;
+      });
+      let reached!: () => void;
+      const atJournal = new Promise<void>((done) => {
+        reached = done;
+      });
+      const rescheduler = engine(hg, {
+        journal: intercept(hg.journal!, "reschedule", async (original, ...args) => {
+          reached();
+          await gate;
+          return original(...args);
+        }),
+      });
+      let rescheduled: Promise<unknown> | undefined;
+      const { messages, transport } = captured();
+      const parts = engine(hg, {
+        transport,
+        journal: intercept(hg.journal!, "create", async (original, ...args) => {
+          const created = await original(...args);
+          rescheduled = rescheduler.service.reschedule(tenant, "moved-other-order", {
+            runAt: new Date(later).toISOString(),
+          });
+          await atJournal;
+          return created;
+        }),
+      });
+      await parts.service.schedule(tenant, {
+        id: "moved-other-order",
+        type: "test.record",
+        payload: {},
+        runAt: new Date(Date.now() + 200).toISOString(),
+      });
+      release();
+      await rescheduled;
+      const live = await hg.index.inspect(`${tenant}/moved-other-order`);
+      if (far) expect(live).toBeUndefined();
+      else expect(live?.runAt).toBe(later);
+      expect((await hg.journal!.get(tenant, "moved-other-order"))?.runAt).toBe(later);
+      await parts.dispatcher.tick(1_000);
+      for (const message of messages.splice(0)) await parts.worker.process(message);
+      expect(rec.runsOf("moved-other-order")).toHaveLength(0);
     });
-    let reached!: () => void;
-    const atJournal = new Promise<void>((done) => {
-      reached = done;
-    });
-    const rescheduler = engine(hg, {
-      journal: intercept(hg.journal!, "reschedule", async (original, ...args) => {
-        reached();
-        await gate;
-        return original(...args);
-      }),
-    });
-    let rescheduled: Promise<unknown> | undefined;
-    const { messages, transport } = captured();
-    const parts = engine(hg, {
-      transport,
-      journal: intercept(hg.journal!, "create", async (original, ...args) => {
-        const created = await original(...args);
-        rescheduled = rescheduler.service.reschedule(tenant, "moved-other-order", {
-          runAt: new Date(later).toISOString(),
-        });
-        await atJournal;
-        return created;
-      }),
-    });
-    await parts.service.schedule(tenant, {
-      id: "moved-other-order",
-      type: "test.record",
-      payload: {},
-      runAt: new Date(Date.now() + 200).toISOString(),
-    });
-    release();
-    await rescheduled;
-    expect((await hg.index.inspect(`${tenant}/moved-other-order`))?.runAt).toBe(later);
-    await parts.dispatcher.tick(1_000);
-    for (const message of messages.splice(0)) await parts.worker.process(message);
-    expect(rec.runsOf("moved-other-order")).toHaveLength(0);
-  });
+  }
 });
