@@ -47,12 +47,13 @@ export const notExists = (attribute: string): Condition => ({
 });
 
 const comparison =
-  (operator: "=" | "<" | "<=" | ">" | ">=") =>
+  (operator: "=" | "<>" | "<" | "<=" | ">" | ">=") =>
   (attribute: string, value: unknown): Condition => ({
     render: (p) => `${p.name(attribute)} ${operator} ${p.value(value)}`,
   });
 
 export const equals = comparison("=");
+export const notEquals = comparison("<>");
 export const lessThan = comparison("<");
 export const atMost = comparison("<=");
 export const greaterThan = comparison(">");

@@ -90,6 +90,8 @@ export interface LiveState {
   readonly body: string;
   /** Set while flow control holds the event back. */
   readonly heldBy?: HeldBy | undefined;
+  /** The version the index's last reschedule or restore gave it (see reschedule.lua); 0 if none. */
+  readonly version: number;
 }
 
 export interface ShardStats {
@@ -489,6 +491,7 @@ export class RedisIndex {
       runAt: Number(reply[4]),
       body: String(reply[5]),
       ...(reply[6] ? { heldBy: reply[6] as HeldBy } : {}),
+      version: Number(reply[7]),
     };
   }
 

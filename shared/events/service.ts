@@ -18,6 +18,7 @@ import {
 } from "./errors.ts";
 import { evictIfFar, nearMsOf } from "./horizon.ts";
 import { directDispatchHorizon } from "./pause.ts";
+import { settleExisting } from "./reused-ids.ts";
 import { indexRunAt } from "./run-at.ts";
 import { sendOrRelease } from "./send.ts";
 import { parseReschedule, toNewEvent, type ValidationRules } from "./validate.ts";
@@ -175,8 +176,7 @@ export class EventService {
       runAt: event.runAt,
       body: encodeBody(event, journal ? "journal" : { inline: event.payload }),
     }));
-    // While dispatch is paused nothing is sent directly: every entry waits in the index. The same
-    // horizon applies to the re-schedule of stale entries below.
+    // While dispatch is paused nothing is sent directly: every entry waits in the index.
     const horizon = await directDispatchHorizon(
       index.client,
       config.keyPrefix,
@@ -186,23 +186,20 @@ export class EventService {
     );
     const codes = await index.schedule(entries, now, horizon, config.dispatchLeaseMs, nearMs);
     if (journal) {
-      // The journal has just created these ids, so an index entry under one of them belongs to an
-      // older event whose journal item expired after its retention (or was left by a crash): the
-      // new journal item wins. Without this the new event would be accepted and never run.
+      // An entry under an id the journal has just created: the event's own (a racing reschedule
+      // or restore wrote it) or an older event's leftover; the journal's current item decides.
       const stale = codes.flatMap((code, i) => (code === ScriptCode.EXISTS ? [i] : []));
       if (stale.length > 0) {
-        for (const i of stale) await index.forget(entries[i]!.member, undefined);
-        const again = await index.schedule(
-          stale.map((i) => entries[i]!),
+        const settled = await settleExisting(
+          this.deps,
+          journal,
+          stale.map((i) => entries[i]!.member),
           now,
-          horizon,
-          config.dispatchLeaseMs,
           nearMs,
         );
         stale.forEach((i, n) => {
-          codes[i] = again[n]!;
+          codes[i] = settled[n]!;
         });
-        this.deps.logger.warn("replaced stale index entries under reused ids", { count: stale.length });
       }
     }
     for (const { event } of toIndex) this.deps.metrics?.created(event.tenant, event.type);
@@ -351,13 +348,11 @@ export class EventService {
     const now = this.deps.clock();
     const runAt = parseReschedule(input, now, config.horizonMs);
     const member = memberOf(tenant, id);
-    const result = await index.reschedule(
-      member,
+    const horizon = await directDispatchHorizon(index.client, config.keyPrefix, now, config.lookAheadMs, [
       runAt,
-      now,
-      await directDispatchHorizon(index.client, config.keyPrefix, now, config.lookAheadMs, [runAt]),
-      config.dispatchLeaseMs,
-    );
+    ]);
+    const result = await index.reschedule(member, runAt, now, horizon, config.dispatchLeaseMs);
+    let dispatched = result.code === ScriptCode.DISPATCHED ? result : undefined;
     if (result.code === ScriptCode.CONFLICT)
       throw new EventStateConflictError(id, result.status, "reschedule");
     // The type for the notification: a far event leaves the index, where the notifier looks it up.
@@ -386,8 +381,28 @@ export class EventService {
       // Not in the index (far, or lost): index it at the new time if that is near; a far one
       // stays in the journal for the loader (restore.lua answers FAR and writes nothing).
       const nearMs = nearMsOf(config, true);
-      if (result.code === ScriptCode.NOT_FOUND && item)
-        await index.restore([restoreEntryOf(item)], now, { nearMs });
+      if (result.code === ScriptCode.NOT_FOUND && item) {
+        const [restored] = await index.restore([restoreEntryOf(item)], now, { nearMs });
+        // Indexed meanwhile, by a create between its journal and index writes (or a restore):
+        // restore.lua moves such an entry only while it waits, and a create may have leased it
+        // and sent it at its old time. Synced to the journal's version as the dispatcher does,
+        // its gen goes up, so that message is dropped (docs/reliability.md, finding 6).
+        if (restored === ScriptCode.PRESENT) {
+          const synced = await index.reschedule(
+            member,
+            indexRunAt(item.runAt),
+            now,
+            horizon,
+            config.dispatchLeaseMs,
+            item.version ?? 0,
+          );
+          if (synced.code === ScriptCode.CONFLICT)
+            throw new EventStateConflictError(id, synced.status, "reschedule");
+          if (synced.code === ScriptCode.DISPATCHED) dispatched = synced;
+          if (synced.code === ScriptCode.SCHEDULED)
+            await evictIfFar(index, member, synced.version, runAt, now, config);
+        }
+      }
       // Moved beyond the near horizon: out of the index, so Redis keeps only the near future.
       if (result.code === ScriptCode.SCHEDULED && item)
         await evictIfFar(index, member, result.version, runAt, now, config);
@@ -400,13 +415,10 @@ export class EventService {
         attempt: "attempt" in result ? result.attempt : 0,
         runAt,
       });
-    if (result.code === ScriptCode.DISPATCHED)
-      notifyDispatched(this.deps, [{ member, shard: 0, gen: result.gen, runAt, attempt: result.attempt }]);
-    if (result.code === ScriptCode.DISPATCHED) {
-      await this.send(
-        [{ member, shard: index.shardOf(member), gen: result.gen, runAt, attempt: result.attempt }],
-        now,
-      );
+    if (dispatched) {
+      const { gen, attempt } = dispatched;
+      notifyDispatched(this.deps, [{ member, shard: 0, gen, runAt, attempt }]);
+      await this.send([{ member, shard: index.shardOf(member), gen, runAt, attempt }], now);
     }
     return this.get(tenant, id);
   }

@@ -3,6 +3,7 @@ import { atLeast as availableAtLeast, notExists } from "../dynamo/conditions.ts"
 import { increment, onlyIf, update } from "../dynamo/expression.ts";
 import { counterKey, ledgerKey, reservationKey } from "./keys.ts";
 import type { EntryKind, Reservation } from "./model.ts";
+import { reservationFree } from "./unwritten-hold.ts";
 
 /**
  * The ledger table's items, built from named parts. Stock and reservations both write counters,
@@ -40,7 +41,8 @@ export class LedgerItems {
       Put: {
         TableName: this.table,
         Item: { pk: reservationKey(tenant, reservation.id), sk: "reservation", ...reservation },
-        ...onlyIf(notExists("pk")),
+        // Refused over a hold, and over this attempt's void (its expiry ran first: unwritten-hold.ts).
+        ...onlyIf(reservationFree(reservation.expiryEventId)),
       },
     };
   }

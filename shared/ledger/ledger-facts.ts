@@ -33,14 +33,16 @@ export function ledgerFacts(client: DynamoDBClient, table: string): LedgerFacts 
     },
     async committed(tenant, attempts) {
       const ids = [...new Set(attempts.map((a) => a.reservationId))];
-      const items = await batchGet<{ id: string; expiryEventId: string }>(doc, {
+      const items = await batchGet<{ id: string; expiryEventId: string; neverHeld?: true }>(doc, {
         table,
         keys: ids.map((id) => ({ pk: reservationKey(tenant, id), sk: "reservation" })),
         consistent: true,
-        attributes: ["id", "expiryEventId"],
+        attributes: ["id", "expiryEventId", "neverHeld"],
         concurrency: 4,
       });
-      const found = new Map(items.map((item) => [String(item.id), String(item.expiryEventId)]));
+      // A void (unwritten-hold.ts) names an attempt that never held anything.
+      const held = items.filter((item) => item.neverHeld !== true);
+      const found = new Map(held.map((item) => [String(item.id), String(item.expiryEventId)]));
       return new Set(attempts.filter((a) => found.get(a.reservationId) === a.attempt).map((a) => a.attempt));
     },
   };

@@ -73,6 +73,11 @@ export interface Reservation {
   readonly createdAt: number;
   readonly updatedAt: number;
   readonly expiryEventId: string;
+  /**
+   * Set on the item an expiry event left when it found no hold to release (see unwritten-hold.ts):
+   * that attempt's write can no longer commit; it holds nothing and reads as no reservation.
+   */
+  readonly neverHeld?: true;
 }
 
 export interface ReconcileReport {

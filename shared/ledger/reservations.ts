@@ -18,6 +18,7 @@ import { GroupCommit } from "./group-commit.ts";
 import { type LedgerItems, mergeItems, readReservation } from "./items.ts";
 import { reservationKey } from "./keys.ts";
 import { holdInput, MAX_HOLD_ITEMS, type Reservation, type ReservationStatus } from "./model.ts";
+import { voidUnwrittenHold } from "./unwritten-hold.ts";
 
 /** Schedules and cancels the event that releases a hold when it expires (the engine's job). */
 export interface ExpiryScheduler {
@@ -73,7 +74,9 @@ export class ReservationService {
     }
     const id = request.id ?? this.newId();
     const existing = request.id ? await this.findReservation(tenant, id) : undefined;
-    if (existing) return { reservation: this.sameHold(existing, items), created: false };
+    // A void is an earlier attempt that never held anything: this one may write over it.
+    if (existing && !existing.neverHeld)
+      return { reservation: this.sameHold(existing, items), created: false };
 
     const now = this.clock();
     const expiresAt = now + request.holdSeconds * 1000;
@@ -106,7 +109,9 @@ export class ReservationService {
       // too high: its count is rebuilt from the ledger.
       if (
         admitted &&
-        (error instanceof InsufficientStockError || error instanceof ReservationConflictError)
+        (error instanceof InsufficientStockError ||
+          error instanceof ReservationConflictError ||
+          error instanceof ReservationStateError)
       ) {
         await this.admission?.settle(tenant, admitted, false);
         if (error instanceof InsufficientStockError) {
@@ -226,11 +231,15 @@ export class ReservationService {
     const current = await this.findReservation(tenant, id).catch(() => {
       throw error;
     });
-    if (current?.expiryEventId === expiryEventId) return { reservation: current, created: true };
+    if (current?.expiryEventId === expiryEventId) {
+      // This attempt's expiry ran before its write could land, and voided it: nothing is held.
+      if (current.neverHeld) throw new ReservationStateError(id, "expired", "hold");
+      return { reservation: current, created: true };
+    }
     // No reservation under this id, or another request's: this request's expiry has nothing to release.
     await this.cancelExpiry(tenant, expiryEventId);
     // Another request with the same id won the race: answer as for a repeat.
-    if (current) return { reservation: this.sameHold(current, items), created: false };
+    if (current && !current.neverHeld) return { reservation: this.sameHold(current, items), created: false };
     const refusals = transactionRefusals(error);
     if (!refusals) throw error;
     const shortages: Shortage[] = [];
@@ -287,7 +296,13 @@ export class ReservationService {
 
   /** Called by the `reservation.expire` event: releases the hold it was scheduled for, if still held. */
   async expire(tenant: string, id: string, expiryEventId: string): Promise<"released" | "nothing to do"> {
-    const reservation = await this.findReservation(tenant, id);
+    let reservation = await this.findReservation(tenant, id);
+    if (!reservation || (reservation.neverHeld && reservation.expiryEventId !== expiryEventId)) {
+      // Its hold may not be written yet (it is scheduled first): void that write, unless it landed.
+      if (await voidUnwrittenHold(this.doc, this.table, tenant, id, expiryEventId, this.clock()))
+        return "nothing to do";
+      reservation = await this.findReservation(tenant, id);
+    }
     if (reservation?.status !== "held" || reservation.expiryEventId !== expiryEventId) return "nothing to do";
     try {
       await this.release(tenant, id, "expired");
@@ -300,7 +315,7 @@ export class ReservationService {
 
   async getReservation(tenant: string, id: string): Promise<Reservation> {
     const reservation = await this.findReservation(tenant, id);
-    if (!reservation) throw new ReservationNotFoundError(id);
+    if (!reservation || reservation.neverHeld) throw new ReservationNotFoundError(id);
     return reservation;
   }
 

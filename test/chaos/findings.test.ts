@@ -142,4 +142,99 @@ describe("chaos findings", () => {
     // Either answer may be right (200 and no run, or 404/409 and a run); 200 and a run is not.
     expect({ cancelled, runs }).not.toEqual({ cancelled: "cancelled", runs: 1 });
   });
+
+  // Soak seeds 7 and 12, events e-388, e-1285 and e-3008: a reschedule sent while the create (single
+  // or batch) was in flight answered 200 with a later runAt, and the event ran at the create's
+  // earlier time. The create wrote the journal; the reschedule found no index entry, moved the
+  // journal (version 1) and restored the entry at its time; the create's schedule.lua then found
+  // that entry (EXISTS) and its "stale entry under a reused id" branch replaced it with the
+  // create's own runAt, due within the look-ahead, so the create sent it straight to the queue.
+  // Here the whole reschedule runs after the create's journal write and before its index write.
+  for (const batch of [false, true]) {
+    it(`a reschedule between a ${batch ? "batch " : ""}create's two writes is not undone by it`, async () => {
+      const tenant = `chaos-reschedule-race${batch ? "-batch" : ""}`;
+      const id = batch ? "moved-in-batch" : "moved";
+      const later = Date.now() + 60_000;
+      let answered: number | undefined;
+      const { messages, transport } = captured();
+      const parts = engine(hg, {
+        transport,
+        journal: intercept(hg.journal!, batch ? "createMany" : "create", async (original, ...args) => {
+          const created = await original(...args);
+          const view = await hg.events.reschedule(tenant, id, { runAt: new Date(later).toISOString() });
+          answered = view.runAt;
+          return created;
+        }),
+      });
+      const input = {
+        id,
+        type: "test.record",
+        payload: {},
+        runAt: new Date(Date.now() + 200).toISOString(),
+      };
+      if (batch) await parts.service.scheduleBatch(tenant, [input, { ...input, id: "beside" }]);
+      else await parts.service.schedule(tenant, input);
+      expect(answered).toBe(later);
+      expect((await hg.index.inspect(`${tenant}/${id}`))?.runAt).toBe(later);
+      await parts.dispatcher.tick(1_000);
+      for (const message of messages.splice(0)) await parts.worker.process(message);
+      expect(rec.runsOf(id)).toHaveLength(0);
+      expect((await hg.events.get(tenant, id)).runAt).toBe(later);
+    });
+  }
+
+  // The other order of the same race: the reschedule finds no index entry, then the create indexes
+  // its event (due within the look-ahead, so leased and sent at once), then the reschedule moves
+  // the journal and restores: restore.lua finds the create's entry dispatched, and left it, so the
+  // create's message ran at the old time after the reschedule had answered 200 with the new one.
+  for (const far of [false, true]) {
+    it(`a create indexed while a reschedule is between its index and journal writes runs at the new ${far ? "far " : ""}time`, async () => {
+      const tenant = `chaos-reschedule-race-other-order${far ? "-far" : ""}`;
+      // A far time (beyond the near horizon) leaves the index, for the loader to promote later.
+      const later = Date.now() + (far ? 2 * 3_600_000 : 60_000);
+      let release!: () => void;
+      const gate = new Promise<void>((done) => {
+        release = done;
+      });
+      let reached!: () => void;
+      const atJournal = new Promise<void>((done) => {
+        reached = done;
+      });
+      const rescheduler = engine(hg, {
+        journal: intercept(hg.journal!, "reschedule", async (original, ...args) => {
+          reached();
+          await gate;
+          return original(...args);
+        }),
+      });
+      let rescheduled: Promise<unknown> | undefined;
+      const { messages, transport } = captured();
+      const parts = engine(hg, {
+        transport,
+        journal: intercept(hg.journal!, "create", async (original, ...args) => {
+          const created = await original(...args);
+          rescheduled = rescheduler.service.reschedule(tenant, "moved-other-order", {
+            runAt: new Date(later).toISOString(),
+          });
+          await atJournal;
+          return created;
+        }),
+      });
+      await parts.service.schedule(tenant, {
+        id: "moved-other-order",
+        type: "test.record",
+        payload: {},
+        runAt: new Date(Date.now() + 200).toISOString(),
+      });
+      release();
+      await rescheduled;
+      const live = await hg.index.inspect(`${tenant}/moved-other-order`);
+      if (far) expect(live).toBeUndefined();
+      else expect(live?.runAt).toBe(later);
+      expect((await hg.journal!.get(tenant, "moved-other-order"))?.runAt).toBe(later);
+      await parts.dispatcher.tick(1_000);
+      for (const message of messages.splice(0)) await parts.worker.process(message);
+      expect(rec.runsOf("moved-other-order")).toHaveLength(0);
+    });
+  }
 });

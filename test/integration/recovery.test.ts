@@ -1,6 +1,10 @@
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { createDynamoClient, createSqsClient } from "../../shared/aws.ts";
 import { defineHandler } from "../../shared/handlers/registry.ts";
+import { ReservationStateError } from "../../shared/ledger/errors.ts";
+import { provision } from "../../shared/local/provision.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
@@ -209,5 +213,76 @@ describe("losing a whole service loses no event", () => {
       tenant,
       inputs.map((e) => e.id),
     );
+  });
+
+  // Chaos finding 8 (seeds 7, 11, 12): holds answered 201 during an SQS restart and a FLUSHALL were
+  // never released. The expiry event is scheduled before the hold is written, and its send failed
+  // (SQS down), so the API was still on its way to the hold's write when the FLUSHALL put the
+  // event, restored from the journal at its (already near) due time, in the dispatcher's hands; SQS
+  // came back, the event ran, found no reservation yet and did nothing, and the hold written next
+  // was held for good. Here the hold's write waits until its expiry has run.
+  it("a hold whose expiry ran before the hold was written (send failed, then FLUSHALL) never stays held", async () => {
+    const tenant = "sendfail";
+    const ledger = hg.ledger!;
+    await ledger.receive(tenant, "sku", { quantity: 10 });
+    const reservations = (ledger as unknown as { reservations: Record<string, unknown> }).reservations;
+    type Write = (
+      tenant: string,
+      reservation: { expiryEventId: string },
+      ...rest: unknown[]
+    ) => Promise<unknown>;
+    const write = (reservations.writeHold as Write).bind(reservations);
+    let expiryEventId = "";
+    reservations.writeHold = async (
+      t: string,
+      reservation: { expiryEventId: string },
+      ...rest: unknown[]
+    ) => {
+      expiryEventId = reservation.expiryEventId;
+      await (hg.redis as Redis).flushall();
+      sqs = await startSqs();
+      await provision({ dynamo: createDynamoClient(), sqs: createSqsClient(), config: hg.config });
+      await eventually(
+        async () => ((await hg.journal!.get(t, expiryEventId))?.status === "succeeded" ? true : undefined),
+        20_000,
+        "the expiry event to run",
+      );
+      return write(t, reservation, ...rest);
+    };
+    await sqs.close();
+    const runtime = startRuntime(hg, { tickMs: 100 });
+    try {
+      // An ordinary event whose direct send fails the same way, for the engine's part: it runs.
+      await hg.events.schedule(tenant, { id: "plain", type: "test.record", payload: {}, delaySeconds: 1 });
+      const held = await ledger
+        .hold(tenant, { id: "r-1", items: [{ sku: "sku", quantity: 2 }], holdSeconds: 1 })
+        .then(
+          (outcome) => outcome.reservation.status,
+          (error: Error) => error,
+        );
+      // The expiry ran before the hold's write could land: it voided that write, which is refused
+      // (409: expired before it was held), and nothing stays held.
+      expect(held).toBeInstanceOf(ReservationStateError);
+      expect((await ledger.stock(tenant, "sku")).held).toBe(0);
+      expect((await ledger.stock(tenant, "sku")).available).toBe(10);
+      await eventually(
+        async () => ((await hg.events.get(tenant, "plain")).status === "succeeded" ? true : undefined),
+        20_000,
+        "the ordinary event to run",
+      );
+      // The void names that attempt only: the client's retry under the same id holds.
+      reservations.writeHold = write;
+      const again = await ledger.hold(tenant, {
+        id: "r-1",
+        items: [{ sku: "sku", quantity: 2 }],
+        holdSeconds: 60,
+      });
+      expect(again.created).toBe(true);
+      expect((await ledger.getReservation(tenant, "r-1")).status).toBe("held");
+      await ledger.release(tenant, "r-1", "cancelled");
+    } finally {
+      await runtime.stop();
+      reservations.writeHold = write;
+    }
   });
 });

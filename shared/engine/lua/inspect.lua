@@ -5,8 +5,9 @@
   ARGV[1] member
 
   Returns:
-    {0, status, attempt, gen, runAt, body, heldBy}   OK; heldBy is "" unless the event is held
-                                                     back by flow control (parked)
+    {0, status, attempt, gen, runAt, body, heldBy, version}
+                                             OK; heldBy is "" unless the event is held back by
+                                             flow control (parked); version as in reschedule.lua
     {4}                                      NOT_FOUND (or unreadable: the next claim quarantines it)
 ]]
 -- @include state
@@ -17,8 +18,9 @@ if not body then
   return {CODE.NOT_FOUND}
 end
 local dueScore = redis.call("ZSCORE", K.due, member)
-local status, attempt, gen, runAt = readMeta(K.meta, member, tonumber(dueScore or 0))
+local status, attempt, gen, runAt, version = readMeta(K.meta, member, tonumber(dueScore or 0))
 if not status then
   return {CODE.NOT_FOUND}
 end
-return {CODE.OK, status, attempt, gen, runAt, body, redis.call("HGET", shardTag(K.due) .. ":holds", member) or ""}
+local heldBy = redis.call("HGET", shardTag(K.due) .. ":holds", member) or ""
+return {CODE.OK, status, attempt, gen, runAt, body, heldBy, version}
