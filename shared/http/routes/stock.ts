@@ -28,7 +28,16 @@ export const Stock = z
   .openapi("Stock");
 const Entry = z
   .object({
-    id: z.string(),
+    id: z.string().openapi({ description: "The entry's position in the SKU's ledger." }),
+    seq: z
+      .number()
+      .int()
+      .optional()
+      .openapi({
+        description:
+          "Its number in the SKU's commit order: 1, 2, 3… without gaps, so the ledger replays as the counters changed. " +
+          "Absent on entries written before the ledger was numbered, which come first.",
+      }),
     kind: z.enum(["STOCK_IN", "HOLD", "CONFIRM", "RELEASE"]),
     quantity: z.number().int(),
     reservationId: z.string().optional(),
@@ -105,7 +114,7 @@ export function mountStockRoutes(app: OpenAPIHono<TenantEnv>, ledger: () => Stoc
       method: "get",
       path: "/v1/stock/{sku}/ledger",
       tags: stockTags,
-      summary: "The SKU's ledger entries, oldest first",
+      summary: "The SKU's ledger entries, in the order they committed",
       request: { params: SkuParam, query: PageQuery },
       responses: { 200: json(Ledger, "A page of entries"), ...problems(422, 503) },
     }),
@@ -118,6 +127,7 @@ export function mountStockRoutes(app: OpenAPIHono<TenantEnv>, ledger: () => Stoc
         {
           entries: page.entries.map((e) => ({
             id: e.sk,
+            ...(e.seq !== undefined && { seq: e.seq }),
             kind: e.kind,
             quantity: e.quantity,
             ...(e.reservationId && { reservationId: e.reservationId }),
