@@ -1,7 +1,10 @@
+import { DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
 import fc from "fast-check";
+import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDynamoClient } from "../../shared/aws.ts";
 import { InsufficientStockError, ReservationStateError } from "../../shared/ledger/errors.ts";
+import { counterKey, entryKey, ledgerKey, reservationKey } from "../../shared/ledger/keys.ts";
 import { type ExpiryScheduler, StockLedger } from "../../shared/ledger/ledger-service.ts";
 import { apply, type StockLevels } from "../../shared/ledger/model.ts";
 import { type TestHourglass, testHourglass } from "../support/harness.ts";
@@ -175,4 +178,95 @@ describe("the ledger's order is the commit order", () => {
       { numRuns: 10, endOnFailure: true },
     );
   }, 120_000);
+
+  it("reads, extends and reconciles a SKU written before the ledger was numbered: its older entries first", async () => {
+    const tenant = fresh();
+    const doc = DynamoDBDocumentClient.from(createDynamoClient());
+    const put = (Item: Record<string, unknown>) =>
+      doc.send(new PutCommand({ TableName: hg.config.tables.ledger, Item }));
+    // As the previous version left a SKU: entries keyed by their writer's ULID, a counter without `seq`.
+    const past = realNow() - 120_000;
+    await put({
+      pk: counterKey(tenant, "old"),
+      sk: "counter",
+      onHand: 3,
+      held: 1,
+      sold: 0,
+      available: 2,
+      entries: 2,
+    });
+    await put({ pk: ledgerKey(tenant, "old"), sk: ulid(past), kind: "STOCK_IN", quantity: 3, at: past });
+    await put({
+      pk: ledgerKey(tenant, "old"),
+      sk: ulid(past + 1),
+      kind: "HOLD",
+      quantity: 1,
+      reservationId: "r-old",
+      at: past + 1,
+    });
+    await put({
+      pk: reservationKey(tenant, "r-old"),
+      sk: "reservation",
+      id: "r-old",
+      status: "held",
+      items: [{ sku: "old", quantity: 1 }],
+      expiresAt: realNow() + 600_000,
+      createdAt: past,
+      updatedAt: past,
+      expiryEventId: "hold-expire:old",
+    });
+    // Snapshots every 2 entries: the older entries are settled (past settleMs), the numbered ones final.
+    const ledger = new StockLedger(createDynamoClient(), hg.config.tables.ledger, noExpiry, {
+      snapshotEvery: 2,
+    });
+    await ledger.release(tenant, "r-old", "cancelled");
+    await ledger.hold(tenant, { items: [{ sku: "old", quantity: 3 }], holdSeconds: 60 });
+    await ledger.receive(tenant, "old", { quantity: 1 });
+
+    // Pages of 2 cross from the older keys to the numbered ones.
+    const entries = await walk(ledger, tenant, "old");
+    expect(entries.map((e) => [e.kind, e.seq])).toEqual([
+      ["STOCK_IN", undefined],
+      ["HOLD", undefined],
+      ["RELEASE", 1],
+      ["HOLD", 2],
+      ["STOCK_IN", 3],
+    ]);
+    expect(replay(entries).at(-1)).toEqual({ onHand: 4, held: 3, sold: 0 });
+    const report = await ledger.reconcile(tenant, "old");
+    expect(report).toMatchObject({ ok: true, ledger: { onHand: 4, held: 3, sold: 0, available: 1 } });
+    // All five were folded into a snapshot: the older two by their age, the numbered three in order.
+    expect(report.entriesRead).toBe(0);
+    expect((await ledger.reconcile(tenant, "old")).ok).toBe(true);
+  });
+
+  it("folds numbered entries into a snapshot only up to a gap, a write still in flight", async () => {
+    const tenant = fresh();
+    const doc = DynamoDBDocumentClient.from(createDynamoClient());
+    const entry = (seq: number) =>
+      doc.send(
+        new PutCommand({
+          TableName: hg.config.tables.ledger,
+          Item: {
+            pk: ledgerKey(tenant, "gap"),
+            sk: entryKey(seq),
+            seq,
+            kind: "STOCK_IN",
+            quantity: 1,
+            at: realNow(),
+          },
+        }),
+      );
+    // Number 3's transaction has not committed yet, as a query can find while it is in flight.
+    for (const seq of [1, 2, 4]) await entry(seq);
+    const ledger = new StockLedger(createDynamoClient(), hg.config.tables.ledger, noExpiry, {
+      snapshotEvery: 2,
+      settleMs: 0,
+    });
+    const before = await ledger.reconcile(tenant, "gap");
+    expect(before).toMatchObject({ snapshotUpTo: entryKey(2), entriesRead: 1, ledger: { onHand: 3 } });
+    await entry(3);
+    const after = await ledger.reconcile(tenant, "gap");
+    expect(after).toMatchObject({ snapshotUpTo: entryKey(4), entriesRead: 0, ledger: { onHand: 4 } });
+  });
 });
