@@ -145,11 +145,12 @@ export class LedgerHistory {
    */
   private settledStart(tail: readonly LedgerEntry[], previous: Snapshot | undefined): LedgerEntry[] {
     const settledBefore = this.clock() - this.settleMs;
-    let next = (previous && sequenceOf(previous.upTo)) ?? 0;
+    // The number of the last entry the previous snapshot covers (0: none, or only older entries).
+    let last = (previous && sequenceOf(previous.upTo)) ?? 0;
     const settled: LedgerEntry[] = [];
     for (const entry of tail) {
-      if (entry.seq === undefined ? entry.at > settledBefore : entry.seq !== next + 1) break;
-      if (entry.seq !== undefined) next = entry.seq;
+      if (entry.seq === undefined ? entry.at > settledBefore : entry.seq !== last + 1) break;
+      if (entry.seq !== undefined) last = entry.seq;
       settled.push(entry);
     }
     return settled;

@@ -41,7 +41,10 @@ const Entry = z
     kind: z.enum(["STOCK_IN", "HOLD", "CONFIRM", "RELEASE"]),
     quantity: z.number().int(),
     reservationId: z.string().optional(),
-    at: z.string().datetime(),
+    at: z.string().datetime().openapi({
+      description:
+        "When it was written, by the clock of the process that wrote it: clocks differ, so the order is `seq`'s, not this.",
+    }),
   })
   .openapi("LedgerEntry");
 export const Ledger = z
