@@ -125,8 +125,18 @@ export const TABLE_ACCESS = {
   leases: ["dynamodb:GetItem", "dynamodb:UpdateItem"],
   /** The worker only reads a tenant's webhook signing state. */
   signingState: ["dynamodb:GetItem"],
-  /** StockLedger: transactions of puts and updates, reads, history queries, snapshots. */
-  ledger: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+  /**
+   * StockLedger: transactions of puts and updates, reads (batch reads of the counters' sequence
+   * numbers before a transaction, and of reservations for the hold admission), history queries,
+   * snapshots.
+   */
+  ledger: [
+    "dynamodb:BatchGetItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+  ],
   /** ScheduleStore: conditional puts and updates, transactions with the per-tenant counter, reads, due queries. */
   schedules: [
     "dynamodb:DeleteItem",

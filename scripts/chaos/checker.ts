@@ -19,7 +19,8 @@ import type { ArrivalRecord, FaultKind, HistoryRecord, MetaRecord, OpRecord } fr
  *   sent); succeeded only if the receiver answered 2xx to some delivery.
  * - Idempotent by id: one 201 per id; never two different bodies accepted; the same body never 409.
  * - Leases: no two owners certainly hold one lease at the same moment; tokens never go down.
- * - Stock: at no point in the ledger do held + sold exceed the stock received; the counters agree;
+ * - Stock: at no point in the ledger do held + sold exceed the stock received; the ledger is in
+ *   commit order (its numbered entries are 1, 2, 3… with no gap or repeat); the counters agree;
  *   no stock appears that no one sent; an unconfirmed hold is released by expiresAt + grace; a
  *   confirmed hold is never released.
  */
@@ -44,6 +45,7 @@ export type Rule =
   | "lease-two-holders"
   | "lease-token-down"
   | "oversell"
+  | "ledger-out-of-order"
   | "stock-beyond-received"
   | "stock-receipt-lost"
   | "hold-never-expired"
@@ -488,7 +490,7 @@ function checkLeases(ops: readonly OpRecord[], faults: readonly HistoryRecord[],
   }
 }
 
-type Entry = { kind: string; quantity: number; reservationId?: string; at?: string };
+type Entry = { seq?: number; kind: string; quantity: number; reservationId?: string; at?: string };
 
 function checkStock(
   ops: readonly OpRecord[],
@@ -537,7 +539,21 @@ function checkStock(
       let onHand = 0;
       let held = 0;
       let sold = 0;
+      // Numbered entries (all but those written before the ledger was numbered, which come first)
+      // are the SKU's commits in order: 1, 2, 3…
+      let seq = 0;
+      let ordered = true;
       for (const entry of entries) {
+        if (ordered && (entry.seq !== undefined || seq > 0)) {
+          if (entry.seq === seq + 1) seq = entry.seq;
+          else {
+            ordered = false;
+            report(
+              "ledger-out-of-order",
+              `ledger entry ${JSON.stringify(entry)} follows entry number ${seq}, not number ${seq + 1}`,
+            );
+          }
+        }
         if (entry.kind === "STOCK_IN") onHand += entry.quantity;
         if (entry.kind === "HOLD") held += entry.quantity;
         if (entry.kind === "CONFIRM") {

@@ -51,7 +51,7 @@ export function addLedgerCommands(root: Command, context: Context): void {
     });
   stock
     .command("ledger <sku>")
-    .description("the SKU's ledger entries, oldest first")
+    .description("the SKU's ledger entries, in the order they committed")
     .option("--limit <n>", "entries per page", positive, 100)
     .option("--reconcile", "also recompute the levels from the ledger and show any drift")
     .action(async (sku: string, options, command: Command) => {
@@ -59,8 +59,9 @@ export function addLedgerCommands(root: Command, context: Context): void {
       const page = await client.ledger(sku, { limit: Math.min(100, options.limit) });
       const report = options.reconcile ? await client.reconcile(sku) : undefined;
       out.print(report ? { ...page, reconcile: report } : page, () => {
-        const rows = table({ head: ["at", "kind", "quantity", "reservation"] });
-        for (const e of page.entries) rows.push([e.at, e.kind, e.quantity, e.reservationId ?? ""]);
+        const rows = table({ head: ["#", "at", "kind", "quantity", "reservation"] });
+        for (const e of page.entries)
+          rows.push([e.seq ?? "", e.at, e.kind, e.quantity, e.reservationId ?? ""]);
         const lines = [page.entries.length ? rows.toString() : "(no entries)"];
         if (report)
           lines.push(report.ok ? "ledger and counters agree" : `DRIFT: ${JSON.stringify(report.drift)}`);

@@ -11,20 +11,38 @@ export type TransactItems = NonNullable<TransactWriteCommandInput["TransactItems
 
 const CONFLICT_RETRIES = 8;
 
+export interface TransactOptions {
+  /**
+   * Asked when a condition refused the transaction: true sends it again, built anew, within the
+   * same retries as a conflict. For a condition on a value the caller read before the attempt (a
+   * sequence number), which a concurrent write has moved since: the callback learns the new value
+   * from the refusal (`transactionRefusals`) and the next build uses it. False (and the default):
+   * the refusal is the caller's answer.
+   */
+  readonly retryRefused?: (error: TransactionCanceledException) => boolean;
+}
+
 /**
- * One transaction, retried when DynamoDB cancels it for a conflict with a concurrent one. The items
- * are built again for every attempt, so anything taken at build time (a ledger entry's id is a
- * ULID: its time orders the ledger) is taken when the attempt is sent, not when a first attempt
- * was: an entry whose transaction waited out conflicts must not sort before the entries that
- * committed meanwhile. A refused condition is never retried: `transactionRefusals` reads it.
+ * One transaction, retried when DynamoDB cancels it for a conflict with a concurrent one (or for a
+ * refusal `retryRefused` says is stale). The items are built again for every attempt, so anything
+ * taken at build time (a timestamp, a number learnt from the last refusal) is taken when the
+ * attempt is sent, not when a first attempt was. Any other refused condition is never retried:
+ * `transactionRefusals` reads it.
  */
-export async function transact(doc: DynamoDBDocumentClient, build: () => TransactItems): Promise<void> {
+export async function transact(
+  doc: DynamoDBDocumentClient,
+  build: () => TransactItems,
+  options: TransactOptions = {},
+): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
       await doc.send(new TransactWriteCommand({ TransactItems: build() }));
       return;
     } catch (error) {
-      if (!isConflict(error) || attempt >= CONFLICT_RETRIES) throw error;
+      const again =
+        isConflict(error) ||
+        (error instanceof TransactionCanceledException && options.retryRefused?.(error) === true);
+      if (!again || attempt >= CONFLICT_RETRIES) throw error;
       // Full jitter, so the transactions that conflicted do not meet again on the next attempt.
       await pause(Math.random() * 20 * 2 ** attempt);
     }

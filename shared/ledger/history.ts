@@ -3,7 +3,7 @@ import { notExists } from "../dynamo/conditions.ts";
 import { onlyIf } from "../dynamo/expression.ts";
 import { onConditionFailed } from "../dynamo/failures.ts";
 import { decodeCursor, encodeCursor } from "../journal/cursor.ts";
-import { ledgerKey, snapshotKey } from "./keys.ts";
+import { ledgerKey, sequenceOf, snapshotKey } from "./keys.ts";
 import { apply, type LedgerEntry, type StockLevels } from "./model.ts";
 
 const ZERO: StockLevels = { onHand: 0, held: 0, sold: 0 };
@@ -28,7 +28,10 @@ export class LedgerHistory {
     private readonly snapshotEvery: number,
   ) {}
 
-  /** A page of entries, oldest first. */
+  /**
+   * A page of entries in the order they committed: the numbered ones by their sequence, after any
+   * older entries from before the sequence (in their writers' time order, as they always were).
+   */
   async page(tenant: string, sku: string, limit: number, cursor?: string) {
     const reply = await this.doc.send(
       new QueryCommand({
@@ -101,15 +104,14 @@ export class LedgerHistory {
     return entries;
   }
 
-  /** Folds the settled entries of `tail` into a snapshot; a concurrent identical one is fine. */
+  /** Folds the settled start of `tail` into a snapshot; a concurrent identical one is fine. */
   private async writeSnapshot(
     tenant: string,
     sku: string,
     previous: Snapshot | undefined,
     tail: LedgerEntry[],
   ): Promise<Snapshot | undefined> {
-    const settledBefore = this.clock() - this.settleMs;
-    const settled = tail.filter((entry) => entry.at <= settledBefore);
+    const settled = this.settledStart(tail, previous);
     if (settled.length === 0) return undefined;
     const levels = settled.reduce(
       (acc, entry) => apply(acc, entry.kind, entry.quantity),
@@ -132,5 +134,25 @@ export class LedgerHistory {
     );
     await onConditionFailed(put, () => undefined);
     return { upTo, levels };
+  }
+
+  /**
+   * The entries of `tail` that no write still in flight can come before, up to the first that one
+   * might: a snapshot covers everything up to its last entry, for good. A numbered entry is final
+   * once every number before it is there (a transaction takes the next numbers only after the
+   * previous one committed, and a query may still miss a commit in flight, which the gap shows).
+   * An entry from before the sequence has only its writer's clock, so it waits out `settleMs`.
+   */
+  private settledStart(tail: readonly LedgerEntry[], previous: Snapshot | undefined): LedgerEntry[] {
+    const settledBefore = this.clock() - this.settleMs;
+    // The number of the last entry the previous snapshot covers (0: none, or only older entries).
+    let last = (previous && sequenceOf(previous.upTo)) ?? 0;
+    const settled: LedgerEntry[] = [];
+    for (const entry of tail) {
+      if (entry.seq === undefined ? entry.at > settledBefore : entry.seq !== last + 1) break;
+      if (entry.seq !== undefined) last = entry.seq;
+      settled.push(entry);
+    }
+    return settled;
   }
 }

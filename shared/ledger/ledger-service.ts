@@ -3,6 +3,7 @@ import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { idFactory } from "../ids.ts";
 import { type Logger, silentLogger } from "../logger.ts";
 import type { HoldAdmission } from "./admission.ts";
+import { LedgerWrites } from "./commit.ts";
 import { LedgerHistory } from "./history.ts";
 import { LedgerItems } from "./items.ts";
 import type { ReconcileReport, Reservation, StockView } from "./model.ts";
@@ -15,8 +16,9 @@ export interface LedgerOptions {
   /** A snapshot is written once this many entries follow the last one. */
   readonly snapshotEvery: number;
   /**
-   * Entries younger than this are never folded into a snapshot: each write is one transaction
-   * that commits within seconds of its entry's ULID time, so older entries are final.
+   * Entries from before the sequence (keyed by their writer's ULID) younger than this are never
+   * folded into a snapshot: each write committed within seconds of its ULID's time, so older ones
+   * are final. Numbered entries need no wait: one is final once every number before it is there.
    * @default 60000
    */
   readonly settleMs?: number;
@@ -48,13 +50,15 @@ export class StockLedger {
     const doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
     const clock = options.clock ?? Date.now;
     const newId = idFactory();
-    const items = new LedgerItems(table, newId, clock);
+    const items = new LedgerItems(table, clock);
+    const writes = new LedgerWrites(doc, table, items);
     const history = new LedgerHistory(doc, table, clock, options.settleMs ?? 60_000, options.snapshotEvery);
-    this.stockService = new StockService(doc, table, items, history, clock, options.admission);
+    this.stockService = new StockService(doc, table, writes, history, clock, options.admission);
     this.reservations = new ReservationService(
       doc,
       table,
       items,
+      writes,
       expiry,
       newId,
       clock,
@@ -72,7 +76,7 @@ export class StockLedger {
     return this.stockService.stock(tenant, sku);
   }
 
-  /** A SKU's ledger entries, oldest first. */
+  /** A SKU's ledger entries, in the order they committed. */
   ledger(tenant: string, sku: string, limit: number, cursor?: string) {
     return this.stockService.ledger(tenant, sku, limit, cursor);
   }

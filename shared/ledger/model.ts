@@ -58,7 +58,10 @@ export interface StockView extends StockLevels {
 }
 
 export interface LedgerEntry {
+  /** Its position in the SKU's ledger: `entryKey(seq)`, or a ULID for an entry older than the sequence. */
   readonly sk: string;
+  /** Its number in the SKU's commit order (1, 2, 3…, no gaps); absent on entries older than the sequence. */
+  readonly seq?: number;
   readonly kind: EntryKind;
   readonly quantity: number;
   readonly reservationId?: string;

@@ -2,10 +2,10 @@ import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { and, equals, greaterThan } from "../dynamo/conditions.ts";
 import { update } from "../dynamo/expression.ts";
 import { transactionRefusals } from "../dynamo/failures.ts";
-import { type TransactItems, transact } from "../dynamo/transact.ts";
 import { fieldIssues } from "../events/validate.ts";
 import type { Logger } from "../logger.ts";
 import type { Admission, HoldAdmission } from "./admission.ts";
+import type { LedgerWrites } from "./commit.ts";
 import {
   InsufficientStockError,
   LedgerValidationError,
@@ -15,7 +15,7 @@ import {
   type Shortage,
 } from "./errors.ts";
 import { GroupCommit } from "./group-commit.ts";
-import { type LedgerItems, mergeItems, readReservation } from "./items.ts";
+import { type LedgerItems, mergeItems, readReservation, type SkuWrite } from "./items.ts";
 import { reservationKey } from "./keys.ts";
 import { holdInput, MAX_HOLD_ITEMS, type Reservation, type ReservationStatus } from "./model.ts";
 import { voidUnwrittenHold } from "./unwritten-hold.ts";
@@ -34,7 +34,7 @@ interface Transition {
   readonly now: number;
   /** Confirm only while the hold has not expired; a release may come after. */
   readonly requireUnexpired: boolean;
-  readonly perItem: (sku: string, quantity: number) => TransactItems;
+  readonly perItem: (sku: string, quantity: number) => SkuWrite;
 }
 
 /**
@@ -51,6 +51,7 @@ export class ReservationService {
     private readonly doc: DynamoDBDocumentClient,
     private readonly table: string,
     private readonly items: LedgerItems,
+    private readonly writes: LedgerWrites,
     private readonly expiry: ExpiryScheduler,
     private readonly newId: () => string,
     private readonly clock: () => number,
@@ -174,18 +175,23 @@ export class ReservationService {
     const sku = first.reservation.items[0]!.sku;
     const total = group.reduce((sum, { reservation }) => sum + reservation.items[0]!.quantity, 0);
     try {
-      await transact(this.doc, () => [
-        this.items.counterUpdate(
-          tenant,
-          sku,
-          { held: total, available: -total, entries: group.length },
-          total,
-        ),
-        ...group.flatMap(({ reservation }) => [
-          this.items.reservationPut(tenant, reservation),
-          this.items.entryPut(tenant, sku, "HOLD", reservation.items[0]!.quantity, reservation.id),
-        ]),
-      ]);
+      // One counter update for the sum; the holds' entries take consecutive numbers.
+      await this.writes.commit(
+        tenant,
+        group.map(({ reservation }) => this.items.reservationPut(tenant, reservation)),
+        [
+          {
+            sku,
+            changes: { held: total, available: -total },
+            entries: group.map(({ reservation }) => ({
+              kind: "HOLD" as const,
+              quantity: reservation.items[0]!.quantity,
+              reservationId: reservation.id,
+            })),
+            atLeast: total,
+          },
+        ],
+      );
     } catch {
       return alone();
     }
@@ -200,13 +206,16 @@ export class ReservationService {
   ): Promise<{ reservation: Reservation; created: boolean }> {
     const { id } = reservation;
     try {
-      await transact(this.doc, () => [
-        this.items.reservationPut(tenant, reservation),
-        ...items.flatMap(({ sku, quantity }) => [
-          this.items.counterUpdate(tenant, sku, { held: quantity, available: -quantity }, quantity),
-          this.items.entryPut(tenant, sku, "HOLD", quantity, id),
-        ]),
-      ]);
+      await this.writes.commit(
+        tenant,
+        [this.items.reservationPut(tenant, reservation)],
+        items.map(({ sku, quantity }) => ({
+          sku,
+          changes: { held: quantity, available: -quantity },
+          entries: [{ kind: "HOLD" as const, quantity, reservationId: id }],
+          atLeast: quantity,
+        })),
+      );
       return { reservation, created: true };
     } catch (error) {
       return this.afterFailedHold(tenant, reservation, items, error);
@@ -242,11 +251,13 @@ export class ReservationService {
     if (current && !current.neverHeld) return { reservation: this.sameHold(current, items), created: false };
     const refusals = transactionRefusals(error);
     if (!refusals) throw error;
+    // The transaction is the reservation, then each SKU's counter and its one entry. A counter
+    // refused with enough available was refused for its sequence (retries ran out): not a shortage.
     const shortages: Shortage[] = [];
     items.forEach(({ sku, quantity }, i) => {
       const counter = refusals[1 + i * 2];
-      if (!counter) return;
-      shortages.push({ sku, requested: quantity, available: Number(counter.existing?.available ?? 0) });
+      const available = Number(counter?.existing?.available ?? 0);
+      if (counter && available < quantity) shortages.push({ sku, requested: quantity, available });
     });
     if (shortages.length > 0) throw new InsufficientStockError(shortages);
     throw error;
@@ -261,10 +272,11 @@ export class ReservationService {
       operation: "confirm",
       now,
       requireUnexpired: true,
-      perItem: (sku, quantity) => [
-        this.items.counterUpdate(tenant, sku, { held: -quantity, sold: quantity }),
-        this.items.entryPut(tenant, sku, "CONFIRM", quantity, id),
-      ],
+      perItem: (sku, quantity) => ({
+        sku,
+        changes: { held: -quantity, sold: quantity },
+        entries: [{ kind: "CONFIRM", quantity, reservationId: id }],
+      }),
     });
     await this.cancelExpiry(tenant, reservation.expiryEventId);
     return { ...reservation, status: "confirmed", updatedAt: now };
@@ -279,10 +291,11 @@ export class ReservationService {
       operation: reason === "cancelled" ? "cancel" : "expire",
       now,
       requireUnexpired: false,
-      perItem: (sku, quantity) => [
-        this.items.counterUpdate(tenant, sku, { held: -quantity, available: quantity }),
-        this.items.entryPut(tenant, sku, "RELEASE", quantity, id),
-      ],
+      perItem: (sku, quantity) => ({
+        sku,
+        changes: { held: -quantity, available: quantity },
+        entries: [{ kind: "RELEASE", quantity, reservationId: id }],
+      }),
     });
     const admission = this.admission;
     if (admission) {
@@ -325,21 +338,24 @@ export class ReservationService {
     { to, operation, now, requireUnexpired, perItem }: Transition,
   ): Promise<void> {
     try {
-      await transact(this.doc, () => [
-        {
-          Update: {
-            TableName: this.table,
-            Key: { pk: reservationKey(tenant, reservation.id), sk: "reservation" },
-            ...update({
-              set: { status: to, updatedAt: now },
-              if: requireUnexpired
-                ? and(equals("status", "held"), greaterThan("expiresAt", now))
-                : equals("status", "held"),
-            }),
+      await this.writes.commit(
+        tenant,
+        [
+          {
+            Update: {
+              TableName: this.table,
+              Key: { pk: reservationKey(tenant, reservation.id), sk: "reservation" },
+              ...update({
+                set: { status: to, updatedAt: now },
+                if: requireUnexpired
+                  ? and(equals("status", "held"), greaterThan("expiresAt", now))
+                  : equals("status", "held"),
+              }),
+            },
           },
-        },
-        ...reservation.items.flatMap(({ sku, quantity }) => perItem(sku, quantity)),
-      ]);
+        ],
+        reservation.items.map(({ sku, quantity }) => perItem(sku, quantity)),
+      );
     } catch (error) {
       if (transactionRefusals(error)?.[0]) {
         const current = await this.getReservation(tenant, reservation.id);

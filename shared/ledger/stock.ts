@@ -2,12 +2,11 @@ import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { notExists } from "../dynamo/conditions.ts";
 import { onlyIf } from "../dynamo/expression.ts";
 import { transactionRefusals } from "../dynamo/failures.ts";
-import { transact } from "../dynamo/transact.ts";
 import { fieldIssues } from "../events/validate.ts";
 import type { HoldAdmission } from "./admission.ts";
+import type { LedgerWrites } from "./commit.ts";
 import { LedgerValidationError } from "./errors.ts";
 import type { LedgerHistory } from "./history.ts";
-import type { LedgerItems } from "./items.ts";
 import { counterKey, receiptKey } from "./keys.ts";
 import { type ReconcileReport, receiptInput, type StockView, view } from "./model.ts";
 
@@ -20,7 +19,7 @@ export class StockService {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly table: string,
-    private readonly items: LedgerItems,
+    private readonly writes: LedgerWrites,
     private readonly history: LedgerHistory,
     private readonly clock: () => number,
     private readonly admission: HoldAdmission | undefined,
@@ -43,10 +42,12 @@ export class StockService {
       },
     };
     try {
-      await transact(this.doc, () => [
-        ...(marker ? [marker] : []),
-        this.items.counterUpdate(tenant, sku, { onHand: quantity, available: quantity }),
-        this.items.entryPut(tenant, sku, "STOCK_IN", quantity),
+      await this.writes.commit(tenant, marker ? [marker] : [], [
+        {
+          sku,
+          changes: { onHand: quantity, available: quantity },
+          entries: [{ kind: "STOCK_IN", quantity }],
+        },
       ]);
       await this.admission?.credit(tenant, sku, quantity);
     } catch (error) {
@@ -72,7 +73,7 @@ export class StockService {
     return view(sku, { onHand: Item?.onHand ?? 0, held: Item?.held ?? 0, sold: Item?.sold ?? 0 });
   }
 
-  /** A SKU's ledger entries, oldest first. */
+  /** A SKU's ledger entries, in the order they committed. */
   ledger(tenant: string, sku: string, limit: number, cursor?: string) {
     return this.history.page(tenant, sku, limit, cursor);
   }

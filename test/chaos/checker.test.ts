@@ -328,7 +328,7 @@ describe("the history checker", () => {
 
   const ledger = (
     sku: string,
-    entries: { kind: string; quantity: number; reservationId?: string }[],
+    entries: { seq?: number; kind: string; quantity: number; reservationId?: string }[],
     at = T + 21_000,
   ) => op({ type: "ledger", sku }, at, at + 5, 200, { entries });
   const receipt = (quantity: number, status?: number) =>
@@ -349,6 +349,17 @@ describe("the history checker", () => {
     expect(rules(r2, ledger("s", [{ kind: "STOCK_IN", quantity: 1 }]))).toEqual(["stock-receipt-lost"]);
     const unknown5 = receipt(5);
     expect(rules(r2, unknown5, ledger("s", [{ kind: "STOCK_IN", quantity: 7 }]))).toEqual([]);
+  });
+
+  it("stock: a ledger out of commit order (a gap, a repeat, an older entry after numbered ones)", () => {
+    const r2 = receipt(2, 201);
+    const older = { kind: "STOCK_IN", quantity: 1 };
+    const first = { seq: 1, kind: "STOCK_IN", quantity: 1 };
+    expect(rules(r2, ledger("s", [older, first]))).toEqual([]);
+    expect(rules(r2, ledger("s", [{ ...first, quantity: 2 }]))).toEqual([]);
+    expect(rules(r2, ledger("s", [first, { ...first, seq: 3 }]))).toEqual(["ledger-out-of-order"]);
+    expect(rules(r2, ledger("s", [first, first]))).toEqual(["ledger-out-of-order"]);
+    expect(rules(r2, ledger("s", [first, older]))).toEqual(["ledger-out-of-order"]);
   });
 
   it("holds: one never released after it expired, one released after it was confirmed", () => {

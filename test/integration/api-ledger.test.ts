@@ -104,7 +104,11 @@ describe("stock and reservations over HTTP", () => {
     const tooMany = Array.from({ length: 50 }, (_, i) => ({ sku: `s${i}`, quantity: 1 }));
     expect((await call("POST", "/v1/reservations", { items: tooMany, holdSeconds: 60 })).status).toBe(422);
     const ledger = await call("GET", "/v1/stock/mug/ledger");
-    expect(ledger.json.entries.map((e: { kind: string }) => e.kind)).toEqual(["STOCK_IN", "HOLD", "CONFIRM"]);
+    expect(ledger.json.entries.map((e: { kind: string; seq: number }) => [e.seq, e.kind])).toEqual([
+      [1, "STOCK_IN"],
+      [2, "HOLD"],
+      [3, "CONFIRM"],
+    ]);
     expect((await call("GET", "/v1/stock/mug/reconcile")).json.ok).toBe(true);
   });
 });

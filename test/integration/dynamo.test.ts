@@ -275,6 +275,41 @@ describe("transact", () => {
     expect(await read("endless", "counter")).toBeUndefined();
   });
 
+  it("sends again a refusal that retryRefused calls stale, built with what the refusal said", async () => {
+    await doc.send(new PutCommand({ TableName: table, Item: { pk: "numbered", sk: "counter", seq: 5 } }));
+    // A number read before the attempt, which another writer has moved since (5, not 3).
+    let known = 3;
+    const sent: number[] = [];
+    await transact(
+      doc,
+      () => {
+        sent.push(known);
+        return [
+          {
+            Update: {
+              TableName: table,
+              Key: { pk: "numbered", sk: "counter" },
+              ...update({ add: { seq: 1 }, if: equals("seq", known) }),
+              ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+            },
+          },
+          { Put: { TableName: table, Item: { pk: "numbered-entries", sk: `n${known + 1}` } } },
+        ];
+      },
+      {
+        retryRefused: (error) => {
+          const seen = Number(transactionRefusals(error)?.[0]?.existing?.seq);
+          if (seen === known) return false;
+          known = seen;
+          return true;
+        },
+      },
+    );
+    expect(sent).toEqual([3, 5]);
+    expect(await read("numbered", "counter")).toMatchObject({ seq: 6 });
+    expect((await entries("numbered-entries")).map((item) => item.sk)).toEqual(["n6"]);
+  });
+
   it("commits concurrent transactions on one item, each exactly once", async () => {
     const builds = { count: 0 };
     await Promise.all(Array.from({ length: 30 }, () => transact(doc, counterAndEntry("busy", builds))));

@@ -28,11 +28,23 @@ export const Stock = z
   .openapi("Stock");
 const Entry = z
   .object({
-    id: z.string(),
+    id: z.string().openapi({ description: "The entry's position in the SKU's ledger." }),
+    seq: z
+      .number()
+      .int()
+      .optional()
+      .openapi({
+        description:
+          "Its number in the SKU's commit order: 1, 2, 3… without gaps, so the ledger replays as the counters changed. " +
+          "Absent on entries written before the ledger was numbered, which come first.",
+      }),
     kind: z.enum(["STOCK_IN", "HOLD", "CONFIRM", "RELEASE"]),
     quantity: z.number().int(),
     reservationId: z.string().optional(),
-    at: z.string().datetime(),
+    at: z.string().datetime().openapi({
+      description:
+        "When it was written, by the clock of the process that wrote it: clocks differ, so the order is `seq`'s, not this.",
+    }),
   })
   .openapi("LedgerEntry");
 export const Ledger = z
@@ -105,7 +117,7 @@ export function mountStockRoutes(app: OpenAPIHono<TenantEnv>, ledger: () => Stoc
       method: "get",
       path: "/v1/stock/{sku}/ledger",
       tags: stockTags,
-      summary: "The SKU's ledger entries, oldest first",
+      summary: "The SKU's ledger entries, in the order they committed",
       request: { params: SkuParam, query: PageQuery },
       responses: { 200: json(Ledger, "A page of entries"), ...problems(422, 503) },
     }),
@@ -118,6 +130,7 @@ export function mountStockRoutes(app: OpenAPIHono<TenantEnv>, ledger: () => Stoc
         {
           entries: page.entries.map((e) => ({
             id: e.sk,
+            ...(e.seq !== undefined && { seq: e.seq }),
             kind: e.kind,
             quantity: e.quantity,
             ...(e.reservationId && { reservationId: e.reservationId }),
