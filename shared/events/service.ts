@@ -1,15 +1,15 @@
-import { encodeBody } from "../engine/body.ts";
 import { ScriptCode } from "../engine/codes.ts";
 import { memberOf } from "../engine/keys.ts";
 import { idFactory } from "../ids.ts";
 import { JournalConditionError, JournalRequiredError } from "../journal/errors.ts";
-import { type JournalItem, PENDING_STATUSES, payloadJsonOf, viewOf } from "../journal/item.ts";
+import { type JournalItem, PENDING_STATUSES, payloadJsonOf } from "../journal/item.ts";
 import type { HeldBy } from "../limits/model.ts";
 import type { EventView, NewEvent, ScheduleResult } from "../model/event.ts";
 import { type DispatchMessage, inlinePayload } from "../model/message.ts";
 import type { EventStatus } from "../model/status.ts";
 import { notify, notifyDispatched } from "../notifications/publish.ts";
-import { type EngineDeps, overlay, restoreEntryOf, viewFromIndex } from "./deps.ts";
+import type { EngineDeps } from "./deps.ts";
+import { entryOf, restoreEntryOf } from "./entries.ts";
 import {
   EventNotFoundError,
   EventStateConflictError,
@@ -21,6 +21,7 @@ import { directDispatchHorizon } from "./pause.ts";
 import { indexRunAt } from "./run-at.ts";
 import { sendOrRelease } from "./send.ts";
 import { parseReschedule, toNewEvent, type ValidationRules } from "./validate.ts";
+import { createdViewOf, overlay, viewFromIndex, viewOf } from "./views.ts";
 
 export type BatchItemResult =
   | (ScheduleResult & { readonly ok: true })
@@ -170,11 +171,7 @@ export class EventService {
     // (FAR), and the dispatcher's loader promotes them ahead of time (docs/horizon.md).
     const nearMs = nearMsOf(config, journal !== undefined);
     if (repeats.length > 0) await index.restore(repeats.map(restoreEntryOf), now, { nearMs });
-    const entries = toIndex.map(({ event }) => ({
-      member: memberOf(event.tenant, event.id),
-      runAt: event.runAt,
-      body: encodeBody(event, journal ? "journal" : { inline: event.payload }),
-    }));
+    const entries = toIndex.map(({ event }) => entryOf(event, journal !== undefined));
     // While dispatch is paused nothing is sent directly: every entry waits in the index. The same
     // horizon applies to the re-schedule of stale entries below.
     const horizon = await directDispatchHorizon(
@@ -225,17 +222,7 @@ export class EventService {
       results[position] = {
         ok: true,
         outcome: "created",
-        event: {
-          id: event.id,
-          type: event.type,
-          status: "scheduled",
-          runAt: event.runAt,
-          attempts: 0,
-          maxAttempts: event.maxAttempts ?? config.retry.maxAttempts,
-          payload: event.payload,
-          createdAt: event.createdAt,
-          updatedAt: event.createdAt,
-        },
+        event: createdViewOf(event, config.retry.maxAttempts),
       };
     });
     if (dispatchNow.length > 0) await this.send(dispatchNow, now);
