@@ -1,7 +1,7 @@
 import { ScriptCode } from "../engine/codes.ts";
 import { memberOf } from "../engine/keys.ts";
 import { idFactory } from "../ids.ts";
-import { JournalConditionError, JournalRequiredError } from "../journal/errors.ts";
+import { JournalRequiredError } from "../journal/errors.ts";
 import { type JournalItem, PENDING_STATUSES, payloadJsonOf } from "../journal/item.ts";
 import type { HeldBy } from "../limits/model.ts";
 import type { EventView, NewEvent, ScheduleResult } from "../model/event.ts";
@@ -18,6 +18,7 @@ import {
 } from "./errors.ts";
 import { evictIfFar, nearMsOf } from "./horizon.ts";
 import { directDispatchHorizon } from "./pause.ts";
+import { journalWrite } from "./refusals.ts";
 import { indexRunAt } from "./run-at.ts";
 import { sendOrRelease } from "./send.ts";
 import { parseReschedule, toNewEvent, type ValidationRules } from "./validate.ts";
@@ -306,21 +307,14 @@ export class EventService {
       notify(this.deps, "cancelled", { tenant, id, type: view.type, attempt: view.attempts });
       return { ...view, status: "cancelled" };
     }
-    let item: JournalItem;
-    try {
-      item = await journal.markCancelled(tenant, id, this.deps.clock());
-      notify(this.deps, "cancelled", { tenant, id, type: item.type, attempt: item.attempts });
-    } catch (error) {
-      if (!(error instanceof JournalConditionError)) throw error;
-      if (!error.existing) {
-        await index.dropTombstone(member);
-        throw new EventNotFoundError(id);
-      }
+    const { item, written } = await journalWrite(journal.markCancelled(tenant, id, this.deps.clock()), {
+      id,
+      operation: "cancel",
       // Cancelling twice is harmless: the second call sees the first one's result.
-      if (error.existing.status !== "cancelled")
-        throw new EventStateConflictError(id, error.existing.status, "cancel");
-      item = error.existing;
-    }
+      accepts: (existing) => existing.status === "cancelled",
+      onMissing: () => index.dropTombstone(member),
+    });
+    if (written) notify(this.deps, "cancelled", { tenant, id, type: item.type, attempt: item.attempts });
     // Index and journal agree now: the tombstone may be pruned once no older read can arrive.
     await index.confirmCancel(member, this.deps.clock());
     return viewOf(item, config.retry.maxAttempts);
@@ -352,24 +346,24 @@ export class EventService {
     if (!journal) {
       if (result.code === ScriptCode.NOT_FOUND) throw new EventNotFoundError(id);
     } else {
-      let item: JournalItem | undefined;
-      try {
-        item = await journal.reschedule(
+      const outcome = await journalWrite(
+        journal.reschedule(
           tenant,
           id,
           runAt,
           now,
           result.code === ScriptCode.NOT_FOUND ? undefined : result.version,
-        );
-      } catch (error) {
-        if (!(error instanceof JournalConditionError)) throw error;
-        if (!error.existing) throw new EventNotFoundError(id);
-        // Still pending: a concurrent reschedule with a newer version got there first, and won.
-        if (!PENDING_STATUSES.includes(error.existing.status))
-          throw new EventStateConflictError(id, error.existing.status, "reschedule");
-        type = error.existing.type;
-      }
-      type ??= item?.type;
+        ),
+        {
+          id,
+          operation: "reschedule",
+          // Still pending: a concurrent reschedule with a newer version got there first, and won.
+          accepts: (existing) => PENDING_STATUSES.includes(existing.status),
+        },
+      );
+      type = outcome.item.type;
+      // The index writes below are this reschedule's own, not the one that won.
+      const item = outcome.written ? outcome.item : undefined;
       // Not in the index (far, or lost): index it at the new time if that is near; a far one
       // stays in the journal for the loader (restore.lua answers FAR and writes nothing).
       const nearMs = nearMsOf(config, true);
@@ -412,21 +406,18 @@ export class EventService {
     const { index, config } = this.deps;
     const now = this.deps.clock();
     const member = memberOf(tenant, id);
-    let item: JournalItem;
-    let finishing = false;
-    try {
-      item = await journal.replay(tenant, id, now, index.shardOf(member), now);
-    } catch (error) {
-      if (!(error instanceof JournalConditionError)) throw error;
-      if (!error.existing) throw new EventNotFoundError(id);
-      if (!PENDING_STATUSES.includes(error.existing.status))
-        throw new EventStateConflictError(id, error.existing.status, "replay");
-      // The journal is replayed but the index may still say dead: an earlier replay crashed
-      // between the two writes, or this is the client's retry of a request whose answer was
-      // lost. Finish that replay instead of refusing it; the index write below decides.
-      item = error.existing;
-      finishing = true;
-    }
+    const { item, written } = await journalWrite(
+      journal.replay(tenant, id, now, index.shardOf(member), now),
+      {
+        id,
+        operation: "replay",
+        // The journal is replayed but the index may still say dead: an earlier replay crashed
+        // between the two writes, or this is the client's retry of a request whose answer was
+        // lost. Finish that replay instead of refusing it; the index write below decides.
+        accepts: (existing) => PENDING_STATUSES.includes(existing.status),
+      },
+    );
+    const finishing = !written;
     const revived = await index.revive(member, indexRunAt(item.runAt), {
       // Only an index entry that died before the journal's replay is revived by it.
       diedBefore: item.updatedAt,
