@@ -5,7 +5,7 @@ import { JournalRequiredError } from "../journal/errors.ts";
 import { type JournalItem, PENDING_STATUSES, payloadJsonOf } from "../journal/item.ts";
 import type { HeldBy } from "../limits/model.ts";
 import type { EventView, NewEvent, ScheduleResult } from "../model/event.ts";
-import { type DispatchMessage, inlinePayload } from "../model/message.ts";
+import { type DispatchMessage, withInlinePayload } from "../model/message.ts";
 import type { EventStatus } from "../model/status.ts";
 import { notify, notifyDispatched } from "../notifications/publish.ts";
 import type { EngineDeps } from "./deps.ts";
@@ -209,16 +209,9 @@ export class EventService {
       const member = memberOf(event.tenant, event.id);
       if (codes[i] !== ScriptCode.EXISTS) notify(this.deps, "scheduled", { ...event, attempt: 0 });
       if (codes[i] === ScriptCode.DISPATCHED) {
-        const payload = inlinePayload(JSON.stringify(event.payload));
-        dispatchNow.push({
-          member,
-          shard: index.shardOf(member),
-          gen: 1,
-          runAt: event.runAt,
-          attempt: 0,
-          ...(payload !== undefined && { payload }),
-        });
-        notifyDispatched(this.deps, dispatchNow.slice(-1), event.type);
+        const message = { member, shard: index.shardOf(member), gen: 1, runAt: event.runAt, attempt: 0 };
+        dispatchNow.push(withInlinePayload(message, JSON.stringify(event.payload)));
+        notifyDispatched(this.deps, [message], event.type);
       }
       results[position] = {
         ok: true,
@@ -226,7 +219,7 @@ export class EventService {
         event: createdViewOf(event, config.retry.maxAttempts),
       };
     });
-    if (dispatchNow.length > 0) await this.send(dispatchNow, now);
+    await sendOrRelease(this.deps, dispatchNow, now);
     if (toIndex.length === 1) {
       const { event } = toIndex[0]!;
       this.deps.logger.info("event scheduled", {
@@ -239,14 +232,6 @@ export class EventService {
       this.deps.logger.info("events scheduled", { count: toIndex.length, dispatchedNow: dispatchNow.length });
     }
     return results;
-  }
-
-  /**
-   * A failed send is logged, not thrown: the event stays leased, its lease is given back, and the
-   * next dispatcher tick sends it again.
-   */
-  private async send(messages: DispatchMessage[], now: number): Promise<void> {
-    await sendOrRelease(this.deps, messages, now);
   }
 
   async get(tenant: string, id: string): Promise<EventView> {
@@ -381,13 +366,16 @@ export class EventService {
         attempt: "attempt" in result ? result.attempt : 0,
         runAt,
       });
-    if (result.code === ScriptCode.DISPATCHED)
-      notifyDispatched(this.deps, [{ member, shard: 0, gen: result.gen, runAt, attempt: result.attempt }]);
     if (result.code === ScriptCode.DISPATCHED) {
-      await this.send(
-        [{ member, shard: index.shardOf(member), gen: result.gen, runAt, attempt: result.attempt }],
-        now,
-      );
+      const message = {
+        member,
+        shard: index.shardOf(member),
+        gen: result.gen,
+        runAt,
+        attempt: result.attempt,
+      };
+      notifyDispatched(this.deps, [message]);
+      await sendOrRelease(this.deps, [message], now);
     }
     return this.get(tenant, id);
   }
@@ -446,22 +434,15 @@ export class EventService {
     });
     if (revived.code === ScriptCode.DISPATCHED) {
       // Due now: straight to the queue, as a new event would be, not at the next dispatcher tick.
-      const message = { member, shard: 0, gen: revived.gen, runAt: indexRunAt(item.runAt), attempt: 0 };
+      const message = {
+        member,
+        shard: index.shardOf(member),
+        gen: revived.gen,
+        runAt: indexRunAt(item.runAt),
+        attempt: 0,
+      };
       notifyDispatched(this.deps, [message], item.type);
-      const payload = inlinePayload(payloadJsonOf(item));
-      await this.send(
-        [
-          {
-            member,
-            shard: index.shardOf(member),
-            gen: revived.gen,
-            runAt: indexRunAt(item.runAt),
-            attempt: 0,
-            ...(payload !== undefined && { payload }),
-          },
-        ],
-        now,
-      );
+      await sendOrRelease(this.deps, [withInlinePayload(message, payloadJsonOf(item))], now);
     }
     return this.get(tenant, id);
   }
