@@ -2,31 +2,23 @@ import { ScriptCode } from "../engine/codes.ts";
 import { memberOf } from "../engine/keys.ts";
 import { idFactory } from "../ids.ts";
 import { JournalRequiredError } from "../journal/errors.ts";
-import { type JournalItem, PENDING_STATUSES, payloadJsonOf } from "../journal/item.ts";
+import { PENDING_STATUSES, payloadJsonOf } from "../journal/item.ts";
 import type { HeldBy } from "../limits/model.ts";
 import type { EventView, NewEvent, ScheduleResult } from "../model/event.ts";
-import { type DispatchMessage, withInlinePayload } from "../model/message.ts";
+import { withInlinePayload } from "../model/message.ts";
 import type { EventStatus } from "../model/status.ts";
 import { notify, notifyDispatched } from "../notifications/publish.ts";
 import type { EngineDeps } from "./deps.ts";
-import { entryOf, restoreEntryOf } from "./entries.ts";
-import {
-  EventNotFoundError,
-  EventStateConflictError,
-  EventValidationError,
-  IdempotencyConflictError,
-} from "./errors.ts";
+import { restoreEntryOf } from "./entries.ts";
+import { EventNotFoundError, EventStateConflictError, EventValidationError } from "./errors.ts";
 import { evictIfFar, nearMsOf } from "./horizon.ts";
+import { type BatchItemResult, EventIntake } from "./intake.ts";
 import { directDispatchHorizon } from "./pause.ts";
 import { journalWrite } from "./refusals.ts";
 import { indexRunAt } from "./run-at.ts";
 import { sendOrRelease } from "./send.ts";
 import { parseReschedule, toNewEvent, type ValidationRules } from "./validate.ts";
-import { createdViewOf, overlay, viewFromIndex, viewOf } from "./views.ts";
-
-export type BatchItemResult =
-  | (ScheduleResult & { readonly ok: true })
-  | { readonly ok: false; readonly index: number; readonly error: Error };
+import { overlay, viewFromIndex, viewOf } from "./views.ts";
 
 export interface ListOptions {
   readonly status?: EventStatus | undefined;
@@ -65,8 +57,11 @@ const LIVE: readonly EventStatus[] = ["scheduled", "dispatched", "running", "ret
  */
 export class EventService {
   private readonly newId = idFactory();
+  private readonly intake: EventIntake;
 
-  constructor(private readonly deps: EngineDeps) {}
+  constructor(private readonly deps: EngineDeps) {
+    this.intake = new EventIntake(deps);
+  }
 
   private rules(allowInternal: boolean): ValidationRules {
     return {
@@ -84,7 +79,7 @@ export class EventService {
   ): Promise<ScheduleResult> {
     const now = this.deps.clock();
     const event = toNewEvent(input, tenant, now, this.rules(options.internal ?? false));
-    const [result] = await this.store([event], now);
+    const [result] = await this.intake.store([event], now);
     if (!result!.ok) throw result!.error;
     return result!;
   }
@@ -119,7 +114,7 @@ export class EventService {
         results[index] = { ok: false, index, error: error as Error };
       }
     });
-    const stored = await this.store(
+    const stored = await this.intake.store(
       valid.map((v) => v.event),
       now,
     );
@@ -132,106 +127,7 @@ export class EventService {
 
   /** Stores events another module built and validated, with their own ids (schedule occurrences). */
   async storeMany(events: readonly NewEvent[]): Promise<BatchItemResult[]> {
-    return this.store(events, this.deps.clock());
-  }
-
-  private async store(events: readonly NewEvent[], now: number): Promise<BatchItemResult[]> {
-    const { index, journal, config } = this.deps;
-    const results: BatchItemResult[] = new Array(events.length);
-    const toIndex: { event: NewEvent; position: number }[] = [];
-    const repeats: JournalItem[] = [];
-    if (journal) {
-      const created =
-        events.length === 1
-          ? [await journal.create(events[0]!, index.shardOf(memberOf(events[0]!.tenant, events[0]!.id)))]
-          : await journal.createMany(
-              events.map((event) => ({ event, shard: index.shardOf(memberOf(event.tenant, event.id)) })),
-            );
-      created.forEach((result, position) => {
-        const event = events[position]!;
-        if (result.created) {
-          toIndex.push({ event, position });
-          return;
-        }
-        const existing = viewOf(result.existing, config.retry.maxAttempts);
-        if (result.existing.fingerprint !== event.fingerprint) {
-          results[position] = { ok: false, index: position, error: new IdempotencyConflictError(existing) };
-          return;
-        }
-        results[position] = { ok: true, outcome: "existing", event: existing };
-        // The first request may have crashed between the journal and the index: index it now.
-        if (PENDING_STATUSES.includes(result.existing.status)) repeats.push(result.existing);
-      });
-    } else {
-      events.forEach((event, position) => {
-        toIndex.push({ event, position });
-      });
-    }
-
-    // Far events (beyond the near horizon) stay in the journal only: the scripts leave them out
-    // (FAR), and the dispatcher's loader promotes them ahead of time (docs/horizon.md).
-    const nearMs = nearMsOf(config, journal !== undefined);
-    if (repeats.length > 0) await index.restore(repeats.map(restoreEntryOf), now, { nearMs });
-    const entries = toIndex.map(({ event }) => entryOf(event, journal !== undefined));
-    // While dispatch is paused nothing is sent directly: every entry waits in the index. The same
-    // horizon applies to the re-schedule of stale entries below.
-    const horizon = await directDispatchHorizon(
-      index.client,
-      config.keyPrefix,
-      now,
-      config.lookAheadMs,
-      entries.map((entry) => entry.runAt),
-    );
-    const codes = await index.schedule(entries, now, horizon, config.dispatchLeaseMs, nearMs);
-    if (journal) {
-      // The journal has just created these ids, so an index entry under one of them belongs to an
-      // older event whose journal item expired after its retention (or was left by a crash): the
-      // new journal item wins. Without this the new event would be accepted and never run.
-      const stale = codes.flatMap((code, i) => (code === ScriptCode.EXISTS ? [i] : []));
-      if (stale.length > 0) {
-        for (const i of stale) await index.forget(entries[i]!.member, undefined);
-        const again = await index.schedule(
-          stale.map((i) => entries[i]!),
-          now,
-          horizon,
-          config.dispatchLeaseMs,
-          nearMs,
-        );
-        stale.forEach((i, n) => {
-          codes[i] = again[n]!;
-        });
-        this.deps.logger.warn("replaced stale index entries under reused ids", { count: stale.length });
-      }
-    }
-    for (const { event } of toIndex) this.deps.metrics?.created(event.tenant, event.type);
-    const dispatchNow: DispatchMessage[] = [];
-    toIndex.forEach(({ event, position }, i) => {
-      const member = memberOf(event.tenant, event.id);
-      if (codes[i] !== ScriptCode.EXISTS) notify(this.deps, "scheduled", { ...event, attempt: 0 });
-      if (codes[i] === ScriptCode.DISPATCHED) {
-        const message = { member, shard: index.shardOf(member), gen: 1, runAt: event.runAt, attempt: 0 };
-        dispatchNow.push(withInlinePayload(message, JSON.stringify(event.payload)));
-        notifyDispatched(this.deps, [message], event.type);
-      }
-      results[position] = {
-        ok: true,
-        outcome: "created",
-        event: createdViewOf(event, config.retry.maxAttempts),
-      };
-    });
-    await sendOrRelease(this.deps, dispatchNow, now);
-    if (toIndex.length === 1) {
-      const { event } = toIndex[0]!;
-      this.deps.logger.info("event scheduled", {
-        id: event.id,
-        tenant: event.tenant,
-        type: event.type,
-        runAt: new Date(event.runAt).toISOString(),
-      });
-    } else if (toIndex.length > 1) {
-      this.deps.logger.info("events scheduled", { count: toIndex.length, dispatchedNow: dispatchNow.length });
-    }
-    return results;
+    return this.intake.store(events, this.deps.clock());
   }
 
   async get(tenant: string, id: string): Promise<EventView> {
