@@ -1,6 +1,6 @@
 import type { HourglassConfig } from "../config.ts";
 import type { EventService } from "../events/service.ts";
-import { fieldIssues } from "../events/validate.ts";
+import { fieldIssues, fingerprintOf } from "../events/validate.ts";
 import type { HandlerRegistry } from "../handlers/registry.ts";
 import { idFactory } from "../ids.ts";
 import type { Logger } from "../logger.ts";
@@ -21,7 +21,7 @@ import {
 import { cancelOccurrences } from "./occurrences.ts";
 import { patchScheduleInput } from "./schema.ts";
 import { ScheduleStore } from "./store.ts";
-import { checkSpec, fingerprintOf, parseCreate, type ScheduleRules } from "./validate.ts";
+import { checkSpec, parseCreate, type ScheduleRules } from "./validate.ts";
 
 export interface ScheduleDeps {
   readonly config: HourglassConfig;
