@@ -219,13 +219,14 @@ const measure = async (path: string, jobs: number, work: () => Promise<void>) =>
 
 it("counts the AWS requests and units of one job on the batch, retry, cancel and schedule paths", async () => {
   const jobs = 200;
+  const tenant = freshTenant("paths");
   const runtime = startRuntime(hg, { tickMs: 1_000 });
   try {
     const before = rec.runs.length;
     const batch = await measure("batch", jobs, async () => {
       const updates = eventUpdates;
       const results = await hg.events.scheduleBatch(
-        "acme",
+        tenant,
         // Half with the client's own ids (a conditional put each), half with ids Hourglass
         // generates (no earlier event can have them: BatchWriteItem, 25 a request).
         Array.from({ length: jobs }, (_, i) => ({
@@ -262,7 +263,7 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
     const retry = await measure("retry", jobs, async () => {
       const updates = eventUpdates;
       for (let i = 0; i < jobs; i++)
-        await hg.events.schedule("acme", { type: "test.record", payload: { failTimes: 1 }, delaySeconds: 7 });
+        await hg.events.schedule(tenant, { type: "test.record", payload: { failTimes: 1 }, delaySeconds: 7 });
       // Two runs per job: the failure and the retry.
       await eventually(
         async () => (rec.runs.length >= retryStart + 2 * jobs ? true : undefined),
@@ -284,12 +285,12 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
 
     const cancel = await measure("cancel", jobs, async () => {
       for (let i = 0; i < jobs; i++) {
-        const { event } = await hg.events.schedule("acme", {
+        const { event } = await hg.events.schedule(tenant, {
           type: "test.record",
           payload: orderPayload(`c-${i}`),
           delaySeconds: 3_600,
         });
-        await hg.events.cancel("acme", event.id);
+        await hg.events.cancel(tenant, event.id);
       }
     });
     expect(cancel.calls("dynamodb:PutCommand") + cancel.calls("dynamodb:PutItemCommand")).toBeCloseTo(1, 5);
@@ -304,7 +305,7 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
     let occurrences = 0;
     const occurrence = await measure("schedule", 1, async () => {
       for (let i = 0; i < schedules; i++)
-        await hg.schedules!.create("acme", {
+        await hg.schedules!.create(tenant, {
           id: `cost-${i}`,
           rate: "1 second",
           event: { type: "test.record", payload: orderPayload(`s-${i}`) },
@@ -314,7 +315,7 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
         90_000,
         "200 occurrences to run",
       );
-      for (let i = 0; i < schedules; i++) await hg.schedules!.delete("acme", `cost-${i}`);
+      for (let i = 0; i < schedules; i++) await hg.schedules!.delete(tenant, `cost-${i}`);
       await new Promise((done) => setTimeout(done, 2_000));
     });
     // Every occurrence created (run, or cancelled by the delete before it ran) is one job.
@@ -322,7 +323,7 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
     for (let i = 0; i < schedules; i++) {
       let cursor: string | undefined;
       do {
-        const page = await hg.events.list("acme", { scheduleId: `cost-${i}`, limit: 100, cursor });
+        const page = await hg.events.list(tenant, { scheduleId: `cost-${i}`, limit: 100, cursor });
         occurrences += page.events.length;
         cursor = page.cursor;
       } while (cursor);
