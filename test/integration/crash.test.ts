@@ -87,8 +87,11 @@ describe("a crash between two steps loses nothing", () => {
 
   it("claim: after the claim, before the send", async () => {
     const tenant = `crash${tenantCount++}`;
-    await hg.events.schedule(tenant, { id: "claimed", type: "test.record", payload: {}, delaySeconds: 6 });
-    await new Promise((done) => setTimeout(done, 1_200));
+    // Created by a clock 2 s slow: due in 4 s, past the 5 s look-ahead as that clock sees it (so
+    // not sent at create), and within it for the dispatcher's, which claims it at once.
+    const slow = engine(hg, { clock: () => Date.now() - 2_000 });
+    await slow.service.schedule(tenant, { id: "claimed", type: "test.record", payload: {}, delaySeconds: 6 });
+    expect(await hg.index.inspect(`${tenant}/claimed`)).toMatchObject({ status: "scheduled" });
     const { transport } = captured();
     const { dispatcher } = engine(hg, { transport: crashOn(transport, "send", "before") });
     // Each shard is drained on its own, so the crash stops only its shard's dispatch.
@@ -290,18 +293,24 @@ describe("a crash inside a rebuild loses nothing and runs nothing twice", () => 
       finishRebuild: "marking the shard complete",
     }[method];
     it(`rebuild: ${when} ${step}`, async () => {
+      // Prepare: three events due now, in the journal only. Their direct sends go to a captured
+      // transport (never delivered), and Redis then loses the index: only the rebuild can bring
+      // them back. Due now, so they are claimed while the rebuild is still going on.
       const tenant = `crash${tenantCount++}`;
       const ids = [0, 1, 2].map((i) => `rebuild-${method}-${when}-${i}`);
-      await hg.events.scheduleBatch(
+      const { service } = engine(hg, { transport: captured().transport });
+      await service.scheduleBatch(
         tenant,
-        ids.map((id) => ({ id, type: "test.record", payload: {}, delaySeconds: 7 })),
+        ids.map((id) => ({ id, type: "test.record", payload: {}, delaySeconds: 0 })),
       );
       await loseIndex();
+      // Act: a dispatcher dies at this step of the rebuild.
       const { dispatcher } = engine(hg, {
         transport: captured().transport,
         index: crashOn(hg.index, method, when),
       });
       const report = await dispatcher.tick(500);
+      // Assess: a fresh process finishes the rebuild, and each event runs exactly once.
       expect(report.failedShards.length).toBeGreaterThan(0);
       for (const id of ids) {
         await survives(id, tenant);
