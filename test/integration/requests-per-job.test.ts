@@ -40,10 +40,11 @@ const count =
     counts[key] = (counts[key] ?? 0) + 1;
     const input = (args as { input?: { TableName?: string; ReturnConsumedCapacity?: string } }).input;
     // The dispatcher's group leases add updates per tick, not per job (more under a loaded
-    // machine's slower run): the event's own updates are counted apart.
+    // machine's slower run): the event's own updates are counted apart, once answered, so a
+    // wait for them is a wait for their units too.
     const table = input?.TableName;
-    if (table !== undefined && table === hg.config.tables.events && key.startsWith("dynamodb:Update"))
-      eventUpdates++;
+    const eventUpdate =
+      table !== undefined && table === hg.config.tables.events && key.startsWith("dynamodb:Update");
     if (
       service === "dynamodb" &&
       input &&
@@ -51,7 +52,10 @@ const count =
       !/Table|TimeToLive/.test(command)
     )
       input.ReturnConsumedCapacity = "INDEXES";
-    const result = await next(args);
+    const result = await next(args).catch((error: unknown) => {
+      if (eventUpdate) eventUpdates++;
+      throw error;
+    });
     const consumed = (result.output as { ConsumedCapacity?: Capacity | Capacity[] } | undefined)
       ?.ConsumedCapacity;
     const kind = WRITES.test(command) ? "write" : command.startsWith("Query") ? "query" : "read";
@@ -59,6 +63,7 @@ const count =
       const name = tableNames()[c.TableName ?? ""] ?? "other";
       units[`${name}:${kind}`] = (units[`${name}:${kind}`] ?? 0) + (c.CapacityUnits ?? 0);
     }
+    if (eventUpdate) eventUpdates++;
     return result;
   };
 
@@ -136,12 +141,13 @@ it("counts the AWS requests and capacity units of one job", async () => {
   const started = Date.now();
   const updates = eventUpdates;
   try {
-    // One at a time, as API calls arrive; due beyond the look-ahead, so the dispatcher sends them.
+    // One at a time, as API calls arrive; due just beyond the 5 s look-ahead (judged against the
+    // time the create computed runAt from), so the dispatcher claims and sends them.
     for (let i = 0; i < jobs; i++)
       await hg.events.schedule(tenant, {
         type: "test.record",
         payload: orderPayload(`job-${String(i).padStart(3, "0")}`),
-        delaySeconds: 7,
+        delaySeconds: 5.5,
       });
     await eventually(
       async () => (new Set(rec.runs.map((r) => r.id)).size >= jobs ? true : undefined),
@@ -233,7 +239,7 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
           ...(i % 2 === 0 && { id: `cost-batch-${i}` }),
           type: "test.record",
           payload: orderPayload(`b-${String(i).padStart(3, "0")}`),
-          delaySeconds: 7,
+          delaySeconds: 5.5,
         })),
       );
       expect(results.every((r) => r.ok)).toBe(true);
@@ -263,7 +269,11 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
     const retry = await measure("retry", jobs, async () => {
       const updates = eventUpdates;
       for (let i = 0; i < jobs; i++)
-        await hg.events.schedule(tenant, { type: "test.record", payload: { failTimes: 1 }, delaySeconds: 7 });
+        await hg.events.schedule(tenant, {
+          type: "test.record",
+          payload: { failTimes: 1 },
+          delaySeconds: 5.5,
+        });
       // Two runs per job: the failure and the retry.
       await eventually(
         async () => (rec.runs.length >= retryStart + 2 * jobs ? true : undefined),
