@@ -20,7 +20,7 @@ import {
 } from "./model.ts";
 import { cancelOccurrences } from "./occurrences.ts";
 import { patchScheduleInput } from "./schema.ts";
-import { ScheduleStore } from "./store.ts";
+import { type ScheduleListOptions, ScheduleStore } from "./store.ts";
 import { checkSpec, parseCreate, type ScheduleRules } from "./validate.ts";
 
 export interface ScheduleDeps {
@@ -96,12 +96,7 @@ export class ScheduleService {
 
   async list(
     tenant: string,
-    options: {
-      limit: number;
-      cursor?: string | undefined;
-      type?: string | undefined;
-      state?: ScheduleState | undefined;
-    },
+    options: ScheduleListOptions,
   ): Promise<{ schedules: ScheduleView[]; cursor: string | undefined }> {
     const page = await this.deps.store.list(tenant, options);
     return { schedules: page.items.map(viewOfSchedule), cursor: page.cursor };
