@@ -2,6 +2,7 @@ import { ScriptCode } from "../engine/codes.ts";
 import { memberOf } from "../engine/keys.ts";
 import type { IndexEntry } from "../engine/redis-index.ts";
 import { type JournalItem, PENDING_STATUSES } from "../journal/item.ts";
+import type { EventJournal } from "../journal/journal.ts";
 import type { NewEvent, ScheduleResult } from "../model/event.ts";
 import { type DispatchMessage, withInlinePayload } from "../model/message.ts";
 import { notify, notifyDispatched } from "../notifications/publish.ts";
@@ -37,7 +38,7 @@ export class EventIntake {
     const { index, journal, config } = this.deps;
     const results: BatchItemResult[] = new Array(events.length);
     const { toIndex, repeats } = journal
-      ? await this.journalFirst(events, results)
+      ? await this.journalFirst(journal, events, results)
       : { toIndex: events.map((event, position) => ({ event, position })), repeats: [] };
 
     // Far events (beyond the near horizon) stay in the journal only: the scripts leave them out
@@ -85,11 +86,11 @@ export class EventIntake {
    * first request may have crashed between the journal and the index.
    */
   private async journalFirst(
+    journal: EventJournal,
     events: readonly NewEvent[],
     results: BatchItemResult[],
   ): Promise<{ toIndex: Accepted[]; repeats: JournalItem[] }> {
     const { index, config } = this.deps;
-    const journal = this.deps.journal!;
     const toIndex: Accepted[] = [];
     const repeats: JournalItem[] = [];
     const created =
