@@ -205,39 +205,36 @@ export class ChaosClient {
 
   /** One history record holding every page of the SKU's ledger. */
   private async ledger(sku: string): Promise<void> {
-    const entries: unknown[] = [];
     const sentAt = Date.now();
-    let cursor: string | undefined;
-    for (let page = 0; page < 1_000; page++) {
-      const query = cursor ? `?cursor=${encodeURIComponent(cursor)}&limit=100` : "?limit=100";
-      const response = await fetch(`${this.api}/v1/stock/${sku}/ledger${query}`, {
-        signal: AbortSignal.timeout(this.timeoutMs),
-      }).catch(() => undefined);
-      if (!response?.ok) {
-        this.history.write({
-          kind: "op",
-          seq: this.seq++,
-          op: { type: "ledger", sku },
-          sentAt,
-          recvAt: Date.now(),
-          error: `page ${page} failed`,
-        });
-        return;
-      }
-      const body = (await response.json()) as { entries: unknown[]; cursor?: string };
-      entries.push(...body.entries);
-      cursor = body.cursor;
-      if (!cursor) break;
-    }
+    const outcome = await this.ledgerPages(sku);
     this.history.write({
       kind: "op",
       seq: this.seq++,
       op: { type: "ledger", sku },
       sentAt,
       recvAt: Date.now(),
-      status: 200,
-      body: { entries },
+      ...outcome,
     });
+  }
+
+  /** Every page of the SKU's ledger, or which page could not be read. */
+  private async ledgerPages(
+    sku: string,
+  ): Promise<{ status: 200; body: { entries: unknown[] } } | { error: string }> {
+    const entries: unknown[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 1_000; page++) {
+      const query = cursor ? `?cursor=${encodeURIComponent(cursor)}&limit=100` : "?limit=100";
+      const response = await fetch(`${this.api}/v1/stock/${sku}/ledger${query}`, {
+        signal: AbortSignal.timeout(this.timeoutMs),
+      }).catch(() => undefined);
+      if (!response?.ok) return { error: `page ${page} failed` };
+      const body = (await response.json()) as { entries: unknown[]; cursor?: string };
+      entries.push(...body.entries);
+      cursor = body.cursor;
+      if (!cursor) break;
+    }
+    return { status: 200, body: { entries } };
   }
 
   private async each(

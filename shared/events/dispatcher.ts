@@ -6,9 +6,10 @@ import { JournalConditionError } from "../journal/errors.ts";
 import { type JournalItem, journalKey, payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
-import { type DispatchMessage, inlinePayload } from "../model/message.ts";
+import { type DispatchMessage, withInlinePayload } from "../model/message.ts";
 import { notifyDispatched } from "../notifications/publish.ts";
-import { type EngineDeps, restoreEntryOf } from "./deps.ts";
+import type { EngineDeps } from "./deps.ts";
+import { restoreEntryOf } from "./entries.ts";
 import { HorizonLoader } from "./horizon.ts";
 import { isDispatchPaused } from "./pause.ts";
 import { indexRunAt } from "./run-at.ts";
@@ -387,8 +388,7 @@ export class Dispatcher {
         }
         if (moved.code === ScriptCode.DISPATCHED) report.resynced++;
       }
-      const inline = item ? inlinePayload(payloadJsonOf(item)) : undefined;
-      messages.push(inline === undefined ? message : { ...message, payload: inline });
+      messages.push(item ? withInlinePayload(message, payloadJsonOf(item)) : message);
     }
     return messages;
   }

@@ -4,7 +4,8 @@ import { parseMember } from "../engine/keys.ts";
 import type { LiveState } from "../engine/redis-index.ts";
 import { type JournalItem, journalKey, PENDING_STATUSES } from "../journal/item.ts";
 import type { EventJournal } from "../journal/journal.ts";
-import { type EngineDeps, restoreEntryOf } from "./deps.ts";
+import type { EngineDeps } from "./deps.ts";
+import { restoreEntryOf } from "./entries.ts";
 import { indexRunAt } from "./run-at.ts";
 
 /**

@@ -31,18 +31,23 @@ export const callbacksSchema = z
   .object({ onSuccess: callbackUrl.optional(), onFailure: callbackUrl.optional() })
   .strict();
 
+/** When an event runs: an ISO-8601 time, or a delay from now. The engine checks the horizon. */
+const when = {
+  runAt: z.iso.datetime({ offset: true }).optional(),
+  delaySeconds: z
+    .number()
+    .min(0)
+    .max(400 * 86_400)
+    .optional(),
+};
+
 /** One event as a client schedules it. The engine adds the checks that need configuration. */
 export const scheduleInput = z
   .object({
     id: z.string().regex(EVENT_ID, "1 to 128 characters from A-Z a-z 0-9 . _ : -").optional(),
     type: z.string().regex(EVENT_TYPE, "lowercase, starts with a letter, at most 64 characters"),
     payload: z.unknown().default(null),
-    runAt: z.iso.datetime({ offset: true }).optional(),
-    delaySeconds: z
-      .number()
-      .min(0)
-      .max(400 * 86_400)
-      .optional(),
+    ...when,
     maxAttempts: z.number().int().min(1).max(100).optional(),
     backoff: backoffSchema.optional(),
     callbacks: callbacksSchema.optional(),
@@ -51,15 +56,6 @@ export const scheduleInput = z
 
 export type ScheduleInput = z.input<typeof scheduleInput>;
 
-export const rescheduleInput = z
-  .object({
-    runAt: z.iso.datetime({ offset: true }).optional(),
-    delaySeconds: z
-      .number()
-      .min(0)
-      .max(400 * 86_400)
-      .optional(),
-  })
-  .strict();
+export const rescheduleInput = z.object(when).strict();
 
 export type RescheduleInput = z.input<typeof rescheduleInput>;

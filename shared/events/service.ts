@@ -1,31 +1,24 @@
-import { encodeBody } from "../engine/body.ts";
 import { ScriptCode } from "../engine/codes.ts";
 import { memberOf } from "../engine/keys.ts";
 import { idFactory } from "../ids.ts";
-import { JournalConditionError, JournalRequiredError } from "../journal/errors.ts";
-import { type JournalItem, PENDING_STATUSES, payloadJsonOf, viewOf } from "../journal/item.ts";
+import { JournalRequiredError } from "../journal/errors.ts";
+import { PENDING_STATUSES, payloadJsonOf } from "../journal/item.ts";
 import type { HeldBy } from "../limits/model.ts";
 import type { EventView, NewEvent, ScheduleResult } from "../model/event.ts";
-import { type DispatchMessage, inlinePayload } from "../model/message.ts";
+import { withInlinePayload } from "../model/message.ts";
 import type { EventStatus } from "../model/status.ts";
 import { notify, notifyDispatched } from "../notifications/publish.ts";
-import { type EngineDeps, overlay, restoreEntryOf, viewFromIndex } from "./deps.ts";
-import {
-  EventNotFoundError,
-  EventStateConflictError,
-  EventValidationError,
-  IdempotencyConflictError,
-} from "./errors.ts";
+import type { EngineDeps } from "./deps.ts";
+import { restoreEntryOf } from "./entries.ts";
+import { EventNotFoundError, EventStateConflictError, EventValidationError } from "./errors.ts";
 import { evictIfFar, nearMsOf } from "./horizon.ts";
+import { type BatchItemResult, EventIntake } from "./intake.ts";
 import { directDispatchHorizon } from "./pause.ts";
-import { settleExisting } from "./reused-ids.ts";
+import { journalWrite } from "./refusals.ts";
 import { indexRunAt } from "./run-at.ts";
 import { sendOrRelease } from "./send.ts";
 import { parseReschedule, toNewEvent, type ValidationRules } from "./validate.ts";
-
-export type BatchItemResult =
-  | (ScheduleResult & { readonly ok: true })
-  | { readonly ok: false; readonly index: number; readonly error: Error };
+import { overlay, viewFromIndex, viewOf } from "./views.ts";
 
 export interface ListOptions {
   readonly status?: EventStatus | undefined;
@@ -64,8 +57,11 @@ const LIVE: readonly EventStatus[] = ["scheduled", "dispatched", "running", "ret
  */
 export class EventService {
   private readonly newId = idFactory();
+  private readonly intake: EventIntake;
 
-  constructor(private readonly deps: EngineDeps) {}
+  constructor(private readonly deps: EngineDeps) {
+    this.intake = new EventIntake(deps);
+  }
 
   private rules(allowInternal: boolean): ValidationRules {
     return {
@@ -83,7 +79,7 @@ export class EventService {
   ): Promise<ScheduleResult> {
     const now = this.deps.clock();
     const event = toNewEvent(input, tenant, now, this.rules(options.internal ?? false));
-    const [result] = await this.store([event], now);
+    const [result] = await this.intake.store([event], now);
     if (!result!.ok) throw result!.error;
     return result!;
   }
@@ -118,7 +114,7 @@ export class EventService {
         results[index] = { ok: false, index, error: error as Error };
       }
     });
-    const stored = await this.store(
+    const stored = await this.intake.store(
       valid.map((v) => v.event),
       now,
     );
@@ -131,131 +127,7 @@ export class EventService {
 
   /** Stores events another module built and validated, with their own ids (schedule occurrences). */
   async storeMany(events: readonly NewEvent[]): Promise<BatchItemResult[]> {
-    return this.store(events, this.deps.clock());
-  }
-
-  private async store(events: readonly NewEvent[], now: number): Promise<BatchItemResult[]> {
-    const { index, journal, config } = this.deps;
-    const results: BatchItemResult[] = new Array(events.length);
-    const toIndex: { event: NewEvent; position: number }[] = [];
-    const repeats: JournalItem[] = [];
-    if (journal) {
-      const created =
-        events.length === 1
-          ? [await journal.create(events[0]!, index.shardOf(memberOf(events[0]!.tenant, events[0]!.id)))]
-          : await journal.createMany(
-              events.map((event) => ({ event, shard: index.shardOf(memberOf(event.tenant, event.id)) })),
-            );
-      created.forEach((result, position) => {
-        const event = events[position]!;
-        if (result.created) {
-          toIndex.push({ event, position });
-          return;
-        }
-        const existing = viewOf(result.existing, config.retry.maxAttempts);
-        if (result.existing.fingerprint !== event.fingerprint) {
-          results[position] = { ok: false, index: position, error: new IdempotencyConflictError(existing) };
-          return;
-        }
-        results[position] = { ok: true, outcome: "existing", event: existing };
-        // The first request may have crashed between the journal and the index: index it now.
-        if (PENDING_STATUSES.includes(result.existing.status)) repeats.push(result.existing);
-      });
-    } else {
-      events.forEach((event, position) => {
-        toIndex.push({ event, position });
-      });
-    }
-
-    // Far events (beyond the near horizon) stay in the journal only: the scripts leave them out
-    // (FAR), and the dispatcher's loader promotes them ahead of time (docs/horizon.md).
-    const nearMs = nearMsOf(config, journal !== undefined);
-    if (repeats.length > 0) await index.restore(repeats.map(restoreEntryOf), now, { nearMs });
-    const entries = toIndex.map(({ event }) => ({
-      member: memberOf(event.tenant, event.id),
-      runAt: event.runAt,
-      body: encodeBody(event, journal ? "journal" : { inline: event.payload }),
-    }));
-    // While dispatch is paused nothing is sent directly: every entry waits in the index.
-    const horizon = await directDispatchHorizon(
-      index.client,
-      config.keyPrefix,
-      now,
-      config.lookAheadMs,
-      entries.map((entry) => entry.runAt),
-    );
-    const codes = await index.schedule(entries, now, horizon, config.dispatchLeaseMs, nearMs);
-    if (journal) {
-      // An entry under an id the journal has just created: the event's own (a racing reschedule
-      // or restore wrote it) or an older event's leftover; the journal's current item decides.
-      const stale = codes.flatMap((code, i) => (code === ScriptCode.EXISTS ? [i] : []));
-      if (stale.length > 0) {
-        const settled = await settleExisting(
-          this.deps,
-          journal,
-          stale.map((i) => entries[i]!.member),
-          now,
-          nearMs,
-        );
-        stale.forEach((i, n) => {
-          codes[i] = settled[n]!;
-        });
-      }
-    }
-    for (const { event } of toIndex) this.deps.metrics?.created(event.tenant, event.type);
-    const dispatchNow: DispatchMessage[] = [];
-    toIndex.forEach(({ event, position }, i) => {
-      const member = memberOf(event.tenant, event.id);
-      if (codes[i] !== ScriptCode.EXISTS) notify(this.deps, "scheduled", { ...event, attempt: 0 });
-      if (codes[i] === ScriptCode.DISPATCHED) {
-        const payload = inlinePayload(JSON.stringify(event.payload));
-        dispatchNow.push({
-          member,
-          shard: index.shardOf(member),
-          gen: 1,
-          runAt: event.runAt,
-          attempt: 0,
-          ...(payload !== undefined && { payload }),
-        });
-        notifyDispatched(this.deps, dispatchNow.slice(-1), event.type);
-      }
-      results[position] = {
-        ok: true,
-        outcome: "created",
-        event: {
-          id: event.id,
-          type: event.type,
-          status: "scheduled",
-          runAt: event.runAt,
-          attempts: 0,
-          maxAttempts: event.maxAttempts ?? config.retry.maxAttempts,
-          payload: event.payload,
-          createdAt: event.createdAt,
-          updatedAt: event.createdAt,
-        },
-      };
-    });
-    if (dispatchNow.length > 0) await this.send(dispatchNow, now);
-    if (toIndex.length === 1) {
-      const { event } = toIndex[0]!;
-      this.deps.logger.info("event scheduled", {
-        id: event.id,
-        tenant: event.tenant,
-        type: event.type,
-        runAt: new Date(event.runAt).toISOString(),
-      });
-    } else if (toIndex.length > 1) {
-      this.deps.logger.info("events scheduled", { count: toIndex.length, dispatchedNow: dispatchNow.length });
-    }
-    return results;
-  }
-
-  /**
-   * A failed send is logged, not thrown: the event stays leased, its lease is given back, and the
-   * next dispatcher tick sends it again.
-   */
-  private async send(messages: DispatchMessage[], now: number): Promise<void> {
-    await sendOrRelease(this.deps, messages, now);
+    return this.intake.store(events, this.deps.clock());
   }
 
   async get(tenant: string, id: string): Promise<EventView> {
@@ -316,21 +188,14 @@ export class EventService {
       notify(this.deps, "cancelled", { tenant, id, type: view.type, attempt: view.attempts });
       return { ...view, status: "cancelled" };
     }
-    let item: JournalItem;
-    try {
-      item = await journal.markCancelled(tenant, id, this.deps.clock());
-      notify(this.deps, "cancelled", { tenant, id, type: item.type, attempt: item.attempts });
-    } catch (error) {
-      if (!(error instanceof JournalConditionError)) throw error;
-      if (!error.existing) {
-        await index.dropTombstone(member);
-        throw new EventNotFoundError(id);
-      }
+    const { item, written } = await journalWrite(journal.markCancelled(tenant, id, this.deps.clock()), {
+      id,
+      operation: "cancel",
       // Cancelling twice is harmless: the second call sees the first one's result.
-      if (error.existing.status !== "cancelled")
-        throw new EventStateConflictError(id, error.existing.status, "cancel");
-      item = error.existing;
-    }
+      accepts: (existing) => existing.status === "cancelled",
+      onMissing: () => index.dropTombstone(member),
+    });
+    if (written) notify(this.deps, "cancelled", { tenant, id, type: item.type, attempt: item.attempts });
     // Index and journal agree now: the tombstone may be pruned once no older read can arrive.
     await index.confirmCancel(member, this.deps.clock());
     return viewOf(item, config.retry.maxAttempts);
@@ -360,24 +225,24 @@ export class EventService {
     if (!journal) {
       if (result.code === ScriptCode.NOT_FOUND) throw new EventNotFoundError(id);
     } else {
-      let item: JournalItem | undefined;
-      try {
-        item = await journal.reschedule(
+      const outcome = await journalWrite(
+        journal.reschedule(
           tenant,
           id,
           runAt,
           now,
           result.code === ScriptCode.NOT_FOUND ? undefined : result.version,
-        );
-      } catch (error) {
-        if (!(error instanceof JournalConditionError)) throw error;
-        if (!error.existing) throw new EventNotFoundError(id);
-        // Still pending: a concurrent reschedule with a newer version got there first, and won.
-        if (!PENDING_STATUSES.includes(error.existing.status))
-          throw new EventStateConflictError(id, error.existing.status, "reschedule");
-        type = error.existing.type;
-      }
-      type ??= item?.type;
+        ),
+        {
+          id,
+          operation: "reschedule",
+          // Still pending: a concurrent reschedule with a newer version got there first, and won.
+          accepts: (existing) => PENDING_STATUSES.includes(existing.status),
+        },
+      );
+      type = outcome.item.type;
+      // The index writes below are this reschedule's own, not the one that won.
+      const item = outcome.written ? outcome.item : undefined;
       // Not in the index (far, or lost): index it at the new time if that is near; a far one
       // stays in the journal for the loader (restore.lua answers FAR and writes nothing).
       const nearMs = nearMsOf(config, true);
@@ -416,9 +281,15 @@ export class EventService {
         runAt,
       });
     if (dispatched) {
-      const { gen, attempt } = dispatched;
-      notifyDispatched(this.deps, [{ member, shard: 0, gen, runAt, attempt }]);
-      await this.send([{ member, shard: index.shardOf(member), gen, runAt, attempt }], now);
+      const message = {
+        member,
+        shard: index.shardOf(member),
+        gen: dispatched.gen,
+        runAt,
+        attempt: dispatched.attempt,
+      };
+      notifyDispatched(this.deps, [message]);
+      await sendOrRelease(this.deps, [message], now);
     }
     return this.get(tenant, id);
   }
@@ -437,21 +308,18 @@ export class EventService {
     const { index, config } = this.deps;
     const now = this.deps.clock();
     const member = memberOf(tenant, id);
-    let item: JournalItem;
-    let finishing = false;
-    try {
-      item = await journal.replay(tenant, id, now, index.shardOf(member), now);
-    } catch (error) {
-      if (!(error instanceof JournalConditionError)) throw error;
-      if (!error.existing) throw new EventNotFoundError(id);
-      if (!PENDING_STATUSES.includes(error.existing.status))
-        throw new EventStateConflictError(id, error.existing.status, "replay");
-      // The journal is replayed but the index may still say dead: an earlier replay crashed
-      // between the two writes, or this is the client's retry of a request whose answer was
-      // lost. Finish that replay instead of refusing it; the index write below decides.
-      item = error.existing;
-      finishing = true;
-    }
+    const { item, written } = await journalWrite(
+      journal.replay(tenant, id, now, index.shardOf(member), now),
+      {
+        id,
+        operation: "replay",
+        // The journal is replayed but the index may still say dead: an earlier replay crashed
+        // between the two writes, or this is the client's retry of a request whose answer was
+        // lost. Finish that replay instead of refusing it; the index write below decides.
+        accepts: (existing) => PENDING_STATUSES.includes(existing.status),
+      },
+    );
+    const finishing = !written;
     const revived = await index.revive(member, indexRunAt(item.runAt), {
       // Only an index entry that died before the journal's replay is revived by it.
       diedBefore: item.updatedAt,
@@ -480,22 +348,15 @@ export class EventService {
     });
     if (revived.code === ScriptCode.DISPATCHED) {
       // Due now: straight to the queue, as a new event would be, not at the next dispatcher tick.
-      const message = { member, shard: 0, gen: revived.gen, runAt: indexRunAt(item.runAt), attempt: 0 };
+      const message = {
+        member,
+        shard: index.shardOf(member),
+        gen: revived.gen,
+        runAt: indexRunAt(item.runAt),
+        attempt: 0,
+      };
       notifyDispatched(this.deps, [message], item.type);
-      const payload = inlinePayload(payloadJsonOf(item));
-      await this.send(
-        [
-          {
-            member,
-            shard: index.shardOf(member),
-            gen: revived.gen,
-            runAt: indexRunAt(item.runAt),
-            attempt: 0,
-            ...(payload !== undefined && { payload }),
-          },
-        ],
-        now,
-      );
+      await sendOrRelease(this.deps, [withInlinePayload(message, payloadJsonOf(item))], now);
     }
     return this.get(tenant, id);
   }

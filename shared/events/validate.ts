@@ -107,7 +107,7 @@ export function parseReschedule(raw: unknown, now: number, horizonMs: number): n
 function fingerprint(input: z.output<typeof scheduleInput> & ScheduleInput): string {
   const schedule =
     input.runAt !== undefined ? { at: Date.parse(input.runAt) } : { delay: input.delaySeconds };
-  const canonical = stableJson([
+  return fingerprintOf([
     input.type,
     input.payload,
     schedule,
@@ -116,7 +116,14 @@ function fingerprint(input: z.output<typeof scheduleInput> & ScheduleInput): str
     // Appended only when given, so events scheduled before callbacks existed keep their fingerprint.
     ...(input.callbacks ? [input.callbacks] : []),
   ]);
-  return createHash("sha256").update(canonical).digest("base64url");
+}
+
+/**
+ * A hash of a JSON value that property order and undefined properties do not change (keys
+ * sorted): how events and schedules tell a repeated request from a different one under one id.
+ */
+export function fingerprintOf(value: unknown): string {
+  return createHash("sha256").update(stableJson(value)).digest("base64url");
 }
 
 function stableJson(value: unknown): string {

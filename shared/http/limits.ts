@@ -1,5 +1,5 @@
 import { ValidationError } from "../errors.ts";
-import type { BatchItemResult } from "../events/service.ts";
+import type { BatchItemResult } from "../events/intake.ts";
 import { PayloadTooLargeError } from "./errors.ts";
 
 /**

@@ -1,4 +1,4 @@
-import type { BackoffPolicy, Callbacks, EventView, NewEvent } from "../model/event.ts";
+import type { BackoffPolicy, Callbacks, NewEvent } from "../model/event.ts";
 import type { EventStatus } from "../model/status.ts";
 import { packPayload, unpackPayload } from "./payload.ts";
 
@@ -79,21 +79,6 @@ export function toJournalItem(event: NewEvent, shard: number): JournalItem {
     ckey: creationKey(event.createdAt, event.id),
     pshard: String(shard),
     pdue: event.runAt,
-  };
-}
-
-export function viewOf(item: JournalItem, defaultMaxAttempts: number): EventView {
-  return {
-    id: item.id,
-    type: item.type,
-    status: item.status,
-    runAt: item.runAt,
-    attempts: item.attempts,
-    maxAttempts: item.maxAttempts ?? defaultMaxAttempts,
-    lastError: item.lastError,
-    payload: JSON.parse(payloadJsonOf(item)) as unknown,
-    createdAt: item.createdAt,
-    updatedAt: item.updatedAt,
   };
 }
 

@@ -23,11 +23,19 @@ export interface DispatchMessage {
  */
 export const INLINE_PAYLOAD_LIMIT = 200_000;
 
-/** The payload JSON to put in a message, or undefined when it is too big and the worker reads it. */
-export function inlinePayload(payloadJson: string): string | undefined {
+/**
+ * The message with the payload in it when the payload is small enough; otherwise the message as
+ * it is, and the worker reads the payload from the journal. Every sender that has the payload at
+ * hand (a create, a replay, the dispatcher's journal read) puts it in through this one rule.
+ */
+export function withInlinePayload(message: DispatchMessage, payloadJson: string): DispatchMessage {
+  return fitsInline(payloadJson) ? { ...message, payload: payloadJson } : message;
+}
+
+function fitsInline(payloadJson: string): boolean {
   // Cheap bound first: a string's UTF-8 size is at most three bytes per UTF-16 unit.
-  if (payloadJson.length * 3 <= INLINE_PAYLOAD_LIMIT) return payloadJson;
-  return Buffer.byteLength(payloadJson, "utf8") <= INLINE_PAYLOAD_LIMIT ? payloadJson : undefined;
+  if (payloadJson.length * 3 <= INLINE_PAYLOAD_LIMIT) return true;
+  return Buffer.byteLength(payloadJson, "utf8") <= INLINE_PAYLOAD_LIMIT;
 }
 
 /** The queue body: a positional JSON array, since every message pays for its bytes. */

@@ -1,11 +1,11 @@
 import pMap from "p-map";
 import { EventNotFoundError, EventStateConflictError } from "../events/errors.ts";
 import type { EventService } from "../events/service.ts";
+import { fingerprintOf } from "../events/validate.ts";
 import type { NewEvent } from "../model/event.ts";
 import { jitterMs, occurrenceId } from "../model/occurrence-id.ts";
 import { between, evaluator } from "./evaluate.ts";
 import { type ScheduleItem, specOf } from "./model.ts";
-import { fingerprintOf } from "./validate.ts";
 
 /** At most this many occurrences are cancelled for one pause, edit or delete. */
 const CANCEL_CAP = 2_000;

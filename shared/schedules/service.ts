@@ -1,6 +1,6 @@
 import type { HourglassConfig } from "../config.ts";
 import type { EventService } from "../events/service.ts";
-import { fieldIssues } from "../events/validate.ts";
+import { fieldIssues, fingerprintOf } from "../events/validate.ts";
 import type { HandlerRegistry } from "../handlers/registry.ts";
 import { idFactory } from "../ids.ts";
 import type { Logger } from "../logger.ts";
@@ -20,8 +20,8 @@ import {
 } from "./model.ts";
 import { cancelOccurrences } from "./occurrences.ts";
 import { patchScheduleInput } from "./schema.ts";
-import { ScheduleStore } from "./store.ts";
-import { checkSpec, fingerprintOf, parseCreate, type ScheduleRules } from "./validate.ts";
+import { type ScheduleListOptions, ScheduleStore } from "./store.ts";
+import { checkSpec, parseCreate, type ScheduleRules } from "./validate.ts";
 
 export interface ScheduleDeps {
   readonly config: HourglassConfig;
@@ -96,12 +96,7 @@ export class ScheduleService {
 
   async list(
     tenant: string,
-    options: {
-      limit: number;
-      cursor?: string | undefined;
-      type?: string | undefined;
-      state?: ScheduleState | undefined;
-    },
+    options: ScheduleListOptions,
   ): Promise<{ schedules: ScheduleView[]; cursor: string | undefined }> {
     const page = await this.deps.store.list(tenant, options);
     return { schedules: page.items.map(viewOfSchedule), cursor: page.cursor };

@@ -38,6 +38,14 @@ export interface Advance {
   readonly now: number;
 }
 
+/** A page of a tenant's schedules, filtered by their event type and state. */
+export interface ScheduleListOptions {
+  readonly limit: number;
+  readonly cursor?: string | undefined;
+  readonly type?: string | undefined;
+  readonly state?: ScheduleState | undefined;
+}
+
 /**
  * The schedules table: partition `tenant`, sort key the schedule id, plus one counter item per
  * tenant kept exact by transactions. Every change is conditional; only
@@ -133,12 +141,7 @@ export class ScheduleStore {
   /** A tenant's schedules in id order, filtered by event type and state. */
   async list(
     tenant: string,
-    options: {
-      limit: number;
-      cursor?: string | undefined;
-      type?: string | undefined;
-      state?: ScheduleState | undefined;
-    },
+    options: ScheduleListOptions,
   ): Promise<{ items: ScheduleItem[]; cursor: string | undefined }> {
     const filters: string[] = [];
     const values: Record<string, unknown> = { ":t": tenant, ":first": FIRST_ID };

@@ -1,6 +1,5 @@
-import { createHash } from "node:crypto";
 import type { FieldIssue } from "../errors.ts";
-import { fieldIssues } from "../events/validate.ts";
+import { fieldIssues, fingerprintOf } from "../events/validate.ts";
 import type { HandlerRegistry } from "../handlers/registry.ts";
 import { ScheduleValidationError } from "./errors.ts";
 import { evaluator, isTimeZone, parseCron, rateIntervalMs } from "./evaluate.ts";
@@ -129,20 +128,4 @@ function shortestGap(next: (after: number) => number | undefined, first: number)
 export function recurrenceOf(spec: ScheduleSpec): Recurrence {
   const { cron, rate, timezone, startAt, endAt, anchor } = spec;
   return { cron, rate, timezone, startAt, endAt, anchor };
-}
-
-/** Same body, same hash: keys sorted, defaults applied, so property order and omitted defaults do not matter. */
-export function fingerprintOf(body: unknown): string {
-  return createHash("sha256").update(stableJson(body)).digest("base64url");
-}
-
-function stableJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
-  if (value && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
 }

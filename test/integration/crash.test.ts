@@ -50,49 +50,63 @@ async function survives(id: string, tenant: string) {
 
 describe("a crash between two steps loses nothing", () => {
   it("enqueue: after the journal write, before the index (found by the recovery sweep)", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
     const { transport } = captured();
     const { service } = engine(hg, { transport, index: crashOn(hg.index, "schedule", "before") });
     const id = "journal-only";
+    // Act
     await expect(
       service.schedule(tenant, { id, type: "test.record", payload: {}, delaySeconds: 0 }),
     ).rejects.toBeInstanceOf(Crash);
+    // Assess
     expect(await hg.index.inspect(`${tenant}/${id}`)).toBeUndefined();
     await survives(id, tenant);
     expect(rec.runsOf(id)).toHaveLength(1);
   });
 
   it("enqueue: the client retries after the crash, and the repeat indexes the event", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
     const { transport } = captured();
     const { service } = engine(hg, { transport, index: crashOn(hg.index, "schedule", "before") });
     const input = { id: "retried", type: "test.record", payload: {}, delaySeconds: 3_600 };
     await expect(service.schedule(tenant, input)).rejects.toBeInstanceOf(Crash);
+    // Act
     const repeat = await hg.events.schedule(tenant, input);
+    // Assess
     expect(repeat.outcome).toBe("existing");
     expect(await hg.index.inspect(`${tenant}/retried`)).toMatchObject({ status: "scheduled" });
   });
 
   it("enqueue: after the index, before the send (redelivered when the lease expires)", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
     const { transport } = captured();
     const { service } = engine(hg, { transport: crashOn(transport, "send", "before") });
+    // Act
     await expect(
       service.schedule(tenant, { id: "unsent", type: "test.record", payload: {}, delaySeconds: 0 }),
     ).rejects.toBeInstanceOf(Crash);
+    // Assess
     expect(await hg.index.inspect(`${tenant}/unsent`)).toMatchObject({ status: "dispatched" });
     await survives("unsent", tenant);
     expect(rec.runsOf("unsent")).toHaveLength(1);
   });
 
   it("claim: after the claim, before the send", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
-    await hg.events.schedule(tenant, { id: "claimed", type: "test.record", payload: {}, delaySeconds: 6 });
-    await new Promise((done) => setTimeout(done, 1_200));
+    // Created by a clock 2 s slow: due in 4 s, past the 5 s look-ahead as that clock sees it (so
+    // not sent at create), and within it for the dispatcher's, which claims it at once.
+    const slow = engine(hg, { clock: () => Date.now() - 2_000 });
+    await slow.service.schedule(tenant, { id: "claimed", type: "test.record", payload: {}, delaySeconds: 6 });
+    expect(await hg.index.inspect(`${tenant}/claimed`)).toMatchObject({ status: "scheduled" });
     const { transport } = captured();
     const { dispatcher } = engine(hg, { transport: crashOn(transport, "send", "before") });
-    // Each shard is drained on its own, so the crash stops only its shard's dispatch.
+    // Act. Each shard is drained on its own, so the crash stops only its shard's dispatch.
     expect((await dispatcher.tick(1_000)).failedShards).toHaveLength(1);
+    // Assess
     expect(await hg.index.inspect(`${tenant}/claimed`)).toMatchObject({ status: "dispatched" });
     const done = await survives("claimed", tenant);
     expect(rec.runsOf("claimed")).toHaveLength(1);
@@ -100,21 +114,27 @@ describe("a crash between two steps loses nothing", () => {
   });
 
   it("send: the queue accepted the message, then lost it", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
     const { transport } = captured();
     const { service } = engine(hg, { transport });
+    // Act: the captured transport answers "sent" and keeps the message.
     await service.schedule(tenant, { id: "swallowed", type: "test.record", payload: {}, delaySeconds: 0 });
+    // Assess
     await survives("swallowed", tenant);
     expect(rec.runsOf("swallowed")).toHaveLength(1);
   });
 
   it("run: after the start, before the handler", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
     const { messages, transport } = captured();
     const { service } = engine(hg, { transport });
     await service.schedule(tenant, { id: "started", type: "test.record", payload: {}, delaySeconds: 0 });
     const { worker } = engine(hg, { transport, index: crashOn(hg.index, "startMany", "after") });
+    // Act
     await expect(worker.process(messages[0]!)).rejects.toBeInstanceOf(Crash);
+    // Assess
     expect(await hg.index.inspect(`${tenant}/started`)).toMatchObject({ status: "running", attempt: 1 });
     const done = await survives("started", tenant);
     // The lost attempt counts: the handler's first real run is attempt 2.
@@ -123,23 +143,29 @@ describe("a crash between two steps loses nothing", () => {
   });
 
   it("run: after the handler, before the journal write (runs again: at least once)", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
     const { messages, transport } = captured();
     const { service } = engine(hg, { transport });
     await service.schedule(tenant, { id: "unrecorded", type: "test.record", payload: {}, delaySeconds: 0 });
     const { worker } = engine(hg, { transport, journal: crashOn(hg.journal!, "markSucceeded", "before") });
+    // Act
     await expect(worker.process(messages[0]!)).rejects.toBeInstanceOf(Crash);
+    // Assess
     await survives("unrecorded", tenant);
     expect(rec.runsOf("unrecorded").map((r) => r.attempt)).toEqual([1, 2]);
   });
 
   it("ack: after the journal write, before the index ack (the journal stops a second run)", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
     const { messages, transport } = captured();
     const { service } = engine(hg, { transport });
     await service.schedule(tenant, { id: "unacked", type: "test.record", payload: {}, delaySeconds: 0 });
     const { worker } = engine(hg, { transport, index: crashOn(hg.index, "ackMany", "before") });
+    // Act
     await expect(worker.process(messages[0]!)).rejects.toBeInstanceOf(Crash);
+    // Assess
     expect((await hg.journal!.get(tenant, "unacked"))?.status).toBe("succeeded");
     expect(await hg.index.inspect(`${tenant}/unacked`)).toMatchObject({ status: "running" });
 
@@ -172,39 +198,48 @@ async function neverRuns(id: string, tenant: string, forMs: number) {
 
 describe("a crash inside a cancel never lets the event run, nor loses the cancel", () => {
   it("cancel: before the index write (nothing changed; the client's retry cancels it)", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
     await hg.events.schedule(tenant, { id: "cancel-0", type: "test.record", payload: {}, delaySeconds: 2 });
     const { service } = engine(hg, {
       transport: captured().transport,
       index: crashOn(hg.index, "cancel", "before"),
     });
+    // Act: the crash, then the client's retry.
     await expect(service.cancel(tenant, "cancel-0")).rejects.toBeInstanceOf(Crash);
     expect(await hg.index.inspect(`${tenant}/cancel-0`)).toBeDefined();
     await hg.events.cancel(tenant, "cancel-0");
+    // Assess
     await neverRuns("cancel-0", tenant, 4_000);
   });
 
   it("cancel: after the index write, before the journal's (the recovery sweep finishes it, never restores it)", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
     await hg.events.schedule(tenant, { id: "cancel-1", type: "test.record", payload: {}, delaySeconds: 1 });
     const { service } = engine(hg, {
       transport: captured().transport,
       journal: crashOn(hg.journal!, "markCancelled", "before"),
     });
+    // Act
     await expect(service.cancel(tenant, "cancel-1")).rejects.toBeInstanceOf(Crash);
+    // Assess
     expect((await hg.journal!.get(tenant, "cancel-1"))?.status).toBe("scheduled");
     // Overdue past the 1 s grace: the sweep meets it, and must finish the cancel rather than undo it.
     await neverRuns("cancel-1", tenant, 5_000);
   });
 
   it("cancel: after the journal write, before the tombstone is confirmed", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
     await hg.events.schedule(tenant, { id: "cancel-2", type: "test.record", payload: {}, delaySeconds: 1 });
     const { service } = engine(hg, {
       transport: captured().transport,
       index: crashOn(hg.index, "confirmCancel", "before"),
     });
+    // Act
     await expect(service.cancel(tenant, "cancel-2")).rejects.toBeInstanceOf(Crash);
+    // Assess
     await neverRuns("cancel-2", tenant, 4_000);
   });
 });
@@ -219,6 +254,7 @@ describe("a crash inside a reschedule leaves index and journal agreeing, and nev
   }
 
   it("reschedule: before the index write (nothing changed; it runs at its first time)", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
     const first = await hg.events.schedule(tenant, {
       id: "move-0",
@@ -230,13 +266,16 @@ describe("a crash inside a reschedule leaves index and journal agreeing, and nev
       transport: captured().transport,
       index: crashOn(hg.index, "reschedule", "before"),
     });
+    // Act
     await expect(
       service.reschedule(tenant, "move-0", { runAt: new Date(Date.now() + 60_000).toISOString() }),
     ).rejects.toBeInstanceOf(Crash);
+    // Assess
     await movedOnce("move-0", tenant, first.event.runAt);
   });
 
   it("reschedule: after the index write, before the journal's (fires at the new time; the journal catches up)", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
     await hg.events.schedule(tenant, { id: "move-1", type: "test.record", payload: {}, delaySeconds: 1 });
     const later = Date.now() + 4_000;
@@ -244,22 +283,27 @@ describe("a crash inside a reschedule leaves index and journal agreeing, and nev
       transport: captured().transport,
       journal: crashOn(hg.journal!, "reschedule", "before"),
     });
+    // Act
     await expect(
       service.reschedule(tenant, "move-1", { runAt: new Date(later).toISOString() }),
     ).rejects.toBeInstanceOf(Crash);
+    // Assess
     expect((await hg.index.inspect(`${tenant}/move-1`))?.runAt).toBe(later);
     await movedOnce("move-1", tenant, later);
   });
 
   it("reschedule: after the journal write, before the send (redelivered at the new time)", async () => {
+    // Prepare
     const tenant = `crash${tenantCount++}`;
     await hg.events.schedule(tenant, { id: "move-2", type: "test.record", payload: {}, delaySeconds: 60 });
     const later = Date.now() + 3_000;
     const { transport } = captured();
     const { service } = engine(hg, { transport: crashOn(transport, "send", "before") });
+    // Act
     await expect(
       service.reschedule(tenant, "move-2", { runAt: new Date(later).toISOString() }),
     ).rejects.toBeInstanceOf(Crash);
+    // Assess
     await movedOnce("move-2", tenant, later);
   });
 });
@@ -290,18 +334,24 @@ describe("a crash inside a rebuild loses nothing and runs nothing twice", () => 
       finishRebuild: "marking the shard complete",
     }[method];
     it(`rebuild: ${when} ${step}`, async () => {
+      // Prepare: three events due now, in the journal only. Their direct sends go to a captured
+      // transport (never delivered), and Redis then loses the index: only the rebuild can bring
+      // them back. Due now, so they are claimed while the rebuild is still going on.
       const tenant = `crash${tenantCount++}`;
       const ids = [0, 1, 2].map((i) => `rebuild-${method}-${when}-${i}`);
-      await hg.events.scheduleBatch(
+      const { service } = engine(hg, { transport: captured().transport });
+      await service.scheduleBatch(
         tenant,
-        ids.map((id) => ({ id, type: "test.record", payload: {}, delaySeconds: 7 })),
+        ids.map((id) => ({ id, type: "test.record", payload: {}, delaySeconds: 0 })),
       );
       await loseIndex();
+      // Act: a dispatcher dies at this step of the rebuild.
       const { dispatcher } = engine(hg, {
         transport: captured().transport,
         index: crashOn(hg.index, method, when),
       });
       const report = await dispatcher.tick(500);
+      // Assess: a fresh process finishes the rebuild, and each event runs exactly once.
       expect(report.failedShards.length).toBeGreaterThan(0);
       for (const id of ids) {
         await survives(id, tenant);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ScriptCode } from "../../shared/engine/codes.ts";
 import { memberOf } from "../../shared/engine/keys.ts";
-import { restoreEntryOf } from "../../shared/events/deps.ts";
 import { Dispatcher } from "../../shared/events/dispatcher.ts";
+import { restoreEntryOf } from "../../shared/events/entries.ts";
 import type { EventJournal } from "../../shared/journal/journal.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
 import { captured, engine } from "../support/engine.ts";

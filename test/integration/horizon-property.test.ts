@@ -71,89 +71,98 @@ interface Expected {
 it("every accepted event runs once and never early, a cancelled one never, across the near horizon", async () => {
   const transport = new SqsTransport(hg.sqs, hg.queueUrl!);
   const runtime = startRuntime(hg, { tickMs: 200 });
+  /** Scenarios so far: each takes the next number for its tenant and ids. */
   let round = 0;
   try {
-    await fc.assert(
-      fc.asyncProperty(fc.array(op, { minLength: 5, maxLength: 25 }), async (ops) => {
-        const tenant = `hzp${process.pid}r${round}`;
-        const prefix = `r${round++}e`;
-        const expected = new Map<string, Expected>();
-        const parts0 = engine(hg, { transport });
-        for (const step of ops) {
-          if (step.kind === "wait") {
-            await sleep(step.ms);
-            continue;
-          }
-          const parts = engine(hg, { transport, clock: () => Date.now() + step.skew });
-          const name = `${prefix}${step.id}`;
-          // A second dispatcher's loader, racing the operation (the runtime's own runs every tick).
-          const racing = step.race ? parts.dispatcher.loader.run(Date.now() + 1_000) : Promise.resolve();
-          const runAt = step.kind === "cancel" ? 0 : Date.now() + step.offset;
-          const at = new Date(runAt).toISOString();
-          const attempt = async () => {
-            if (step.kind === "create") {
-              const result = await parts.service.schedule(tenant, {
-                id: name,
-                type: "test.record",
-                payload: {},
-                runAt: at,
-              });
-              if (result.outcome === "created") expected.set(name, { runAt, cancelled: false });
-            } else if (step.kind === "reschedule") {
-              const view = await parts.service.reschedule(tenant, name, { runAt: at });
-              expected.set(name, { runAt: view.runAt, cancelled: false });
-            } else {
-              await parts.service.cancel(tenant, name);
-              const known = expected.get(name);
-              if (known) known.cancelled = true;
-            }
-          };
-          // Refusals (an id repeated with other content, an event already started, finished or
-          // cancelled, or unknown) change nothing, and the model says so by not changing either.
-          await Promise.all([attempt().catch(() => {}), racing]);
+    /** One scenario: its own tenant and ids, so two run side by side without meeting. */
+    const scenario = async (ops: readonly Op[]) => {
+      const number = round++;
+      const tenant = `hzp${process.pid}r${number}`;
+      const prefix = `r${number}e`;
+      const expected = new Map<string, Expected>();
+      const parts0 = engine(hg, { transport });
+      for (const step of ops) {
+        if (step.kind === "wait") {
+          await sleep(step.ms);
+          continue;
         }
-        const last = Math.max(0, ...[...expected.values()].map((e) => e.runAt));
-        const unfinished = async () => {
-          const left = [];
-          for (const [name, e] of expected) {
-            const item = await hg.journal!.get(tenant, name);
-            const done = e.cancelled ? item?.status === "cancelled" : item?.status === "succeeded";
-            if (!done)
-              left.push({ name, expected: e, item, live: await hg.index.inspect(`${tenant}/${name}`) });
-          }
-          return left;
-        };
-        try {
-          await eventually(
-            async () => ((await unfinished()).length === 0 ? true : undefined),
-            Math.max(0, last - Date.now()) + 15_000,
-            `round ${round - 1}: every accepted event to finish`,
-          );
-        } catch (error) {
-          const states = await Promise.all(
-            Array.from({ length: hg.config.shards }, (_, shard) =>
-              parts0.dispatcher.loader.store.state(shard),
-            ),
-          );
-          throw new Error(
-            `${(error as Error).message}: ${JSON.stringify({ left: await unfinished(), states, now: Date.now() })}`,
-          );
-        }
-        // Late duplicates would show up here: give the queue a moment past the last due time.
-        await sleep(300);
-        for (const [name, e] of expected) {
-          const runs = rec.runsOf(name);
-          if (e.cancelled) {
-            expect(runs, `${name} was cancelled`).toEqual([]);
+        const parts = engine(hg, { transport, clock: () => Date.now() + step.skew });
+        const name = `${prefix}${step.id}`;
+        // A second dispatcher's loader, racing the operation (the runtime's own runs every tick).
+        const racing = step.race ? parts.dispatcher.loader.run(Date.now() + 1_000) : Promise.resolve();
+        const runAt = step.kind === "cancel" ? 0 : Date.now() + step.offset;
+        const at = new Date(runAt).toISOString();
+        const attempt = async () => {
+          if (step.kind === "create") {
+            const result = await parts.service.schedule(tenant, {
+              id: name,
+              type: "test.record",
+              payload: {},
+              runAt: at,
+            });
+            if (result.outcome === "created") expected.set(name, { runAt, cancelled: false });
+          } else if (step.kind === "reschedule") {
+            const view = await parts.service.reschedule(tenant, name, { runAt: at });
+            expected.set(name, { runAt: view.runAt, cancelled: false });
           } else {
-            expect(runs, `${name} runs exactly once`).toHaveLength(1);
-            expect(runs[0]!.runAt, `${name} ran at its last runAt`).toBe(e.runAt);
-            expect(runs[0]!.startedAt, `${name} never early`).toBeGreaterThanOrEqual(e.runAt);
+            await parts.service.cancel(tenant, name);
+            const known = expected.get(name);
+            if (known) known.cancelled = true;
           }
+        };
+        // Refusals (an id repeated with other content, an event already started, finished or
+        // cancelled, or unknown) change nothing, and the model says so by not changing either.
+        await Promise.all([attempt().catch(() => {}), racing]);
+      }
+      const last = Math.max(0, ...[...expected.values()].map((e) => e.runAt));
+      const unfinished = async () => {
+        const left = [];
+        for (const [name, e] of expected) {
+          const item = await hg.journal!.get(tenant, name);
+          const done = e.cancelled ? item?.status === "cancelled" : item?.status === "succeeded";
+          if (!done)
+            left.push({ name, expected: e, item, live: await hg.index.inspect(`${tenant}/${name}`) });
         }
-      }),
+        return left;
+      };
+      try {
+        await eventually(
+          async () => ((await unfinished()).length === 0 ? true : undefined),
+          Math.max(0, last - Date.now()) + 15_000,
+          `scenario ${number}: every accepted event to finish`,
+        );
+      } catch (error) {
+        const states = await Promise.all(
+          Array.from({ length: hg.config.shards }, (_, shard) => parts0.dispatcher.loader.store.state(shard)),
+        );
+        throw new Error(
+          `${(error as Error).message}: ${JSON.stringify({ left: await unfinished(), states, now: Date.now() })}`,
+        );
+      }
+      // Late duplicates would show up here: give the queue a moment past the last due time.
+      await sleep(300);
+      for (const [name, e] of expected) {
+        const runs = rec.runsOf(name);
+        if (e.cancelled) {
+          expect(runs, `${name} was cancelled`).toEqual([]);
+        } else {
+          expect(runs, `${name} runs exactly once`).toHaveLength(1);
+          expect(runs[0]!.runAt, `${name} ran at its last runAt`).toBe(e.runAt);
+          expect(runs[0]!.startedAt, `${name} never early`).toBeGreaterThanOrEqual(e.runAt);
+        }
+      }
+    };
+    await fc.assert(
+      // Two scenarios a run, side by side: each spends its time waiting for its due times, so
+      // three runs check six scenarios (five, one at a time, before) in about three scenarios' time.
+      fc.asyncProperty(
+        fc.array(fc.array(op, { minLength: 5, maxLength: 25 }), { minLength: 2, maxLength: 2 }),
+        async (scenarios) => {
+          await Promise.all(scenarios.map(scenario));
+        },
+      ),
       {
-        numRuns: 5,
+        numRuns: 3,
         endOnFailure: true,
         // Replays a reported counterexample: FC_SEED=<seed> FC_PATH=<path> npx vitest run <this file>
         ...(process.env.FC_SEED && { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH }),

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ScriptCode } from "../../shared/engine/codes.ts";
 import { HorizonStore } from "../../shared/engine/horizon-state.ts";
 import { memberOf } from "../../shared/engine/keys.ts";
-import { restoreEntryOf } from "../../shared/events/deps.ts";
+import { restoreEntryOf } from "../../shared/events/entries.ts";
 import { HORIZON_MARGIN_MS, HorizonLoader, type LoaderReport } from "../../shared/events/horizon.ts";
 import type { JournalItem } from "../../shared/journal/item.ts";
 import type { EventJournal } from "../../shared/journal/journal.ts";

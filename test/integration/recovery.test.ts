@@ -38,6 +38,8 @@ beforeAll(async () => {
       HOURGLASS_DISPATCH_LEASE_SECONDS: "2",
       HOURGLASS_RECOVERY_GRACE_SECONDS: "1",
       HOURGLASS_RECOVERY_EVERY_SECONDS: "1",
+      // 2 s, not the default 5: "queued" and "waiting" below are then both due within seconds.
+      HOURGLASS_LOOKAHEAD_SECONDS: "2",
     },
     { handlers: [rec.handler] },
   );
@@ -77,12 +79,12 @@ describe("losing a whole service loses no event", () => {
       // Already in the queue with a delay (inside the look-ahead).
       ...Array.from({ length: 10 }, (_, i) => ({
         id: `queued-${i}`,
-        runAt: new Date(now + 1_500 + i * 100).toISOString(),
+        runAt: new Date(now + 1_000 + i * 100).toISOString(),
       })),
       // Waiting in the index, beyond the look-ahead.
       ...Array.from({ length: 10 }, (_, i) => ({
         id: `waiting-${i}`,
-        runAt: new Date(now + 7_000 + i * 100).toISOString(),
+        runAt: new Date(now + 3_500 + i * 100).toISOString(),
       })),
     ].map((e) => ({ ...e, type: "test.record", payload: {} }));
     await hg.events.scheduleBatch(tenant, inputs);
@@ -192,7 +194,7 @@ describe("losing a whole service loses no event", () => {
       id: `lost-${i}`,
       type: "test.record",
       payload: {},
-      delaySeconds: 2,
+      delaySeconds: 1.5,
     }));
     const results = await hg.events.scheduleBatch(tenant, inputs);
     expect(results.every((r) => r.ok)).toBe(true);

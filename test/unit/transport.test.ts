@@ -2,7 +2,12 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { memberOf, parseMember, shardOf } from "../../shared/engine/keys.ts";
 import { MalformedMessageError } from "../../shared/model/errors.ts";
-import { decodeMessage, encodeMessage } from "../../shared/model/message.ts";
+import {
+  decodeMessage,
+  encodeMessage,
+  INLINE_PAYLOAD_LIMIT,
+  withInlinePayload,
+} from "../../shared/model/message.ts";
 import { delaySecondsFor } from "../../shared/transport/transport.ts";
 
 describe("delaySecondsFor", () => {
@@ -37,6 +42,15 @@ describe("dispatch messages", () => {
         },
       ),
     );
+  });
+
+  it("carry a payload up to the limit in UTF-8 bytes, and leave a bigger one to the journal", () => {
+    const message = { member: "t/e1", shard: 0, gen: 1, runAt: 0, attempt: 0 };
+    const ascii = "a".repeat(INLINE_PAYLOAD_LIMIT);
+    expect(withInlinePayload(message, ascii)).toEqual({ ...message, payload: ascii });
+    expect(withInlinePayload(message, `${ascii}a`)).toEqual(message);
+    // Fewer UTF-16 units than the limit, but three bytes each: too big.
+    expect(withInlinePayload(message, "€".repeat(INLINE_PAYLOAD_LIMIT / 2))).toEqual(message);
   });
 
   it.each([["{"], ["[]"], ['["a",1,2,3]'], ['["a",1,2,3,"x"]'], ["null"], ['{"member":"a"}']])(

@@ -1,0 +1,156 @@
+import { ScriptCode } from "../engine/codes.ts";
+import { memberOf } from "../engine/keys.ts";
+import type { IndexEntry } from "../engine/redis-index.ts";
+import { type JournalItem, PENDING_STATUSES } from "../journal/item.ts";
+import type { EventJournal } from "../journal/journal.ts";
+import type { NewEvent, ScheduleResult } from "../model/event.ts";
+import { type DispatchMessage, withInlinePayload } from "../model/message.ts";
+import { notify, notifyDispatched } from "../notifications/publish.ts";
+import type { EngineDeps } from "./deps.ts";
+import { entryOf, restoreEntryOf } from "./entries.ts";
+import { IdempotencyConflictError } from "./errors.ts";
+import { nearMsOf } from "./horizon.ts";
+import { directDispatchHorizon } from "./pause.ts";
+import { settleExisting } from "./reused-ids.ts";
+import { sendOrRelease } from "./send.ts";
+import { createdViewOf, viewOf } from "./views.ts";
+
+export type BatchItemResult =
+  | (ScheduleResult & { readonly ok: true })
+  | { readonly ok: false; readonly index: number; readonly error: Error };
+
+/** A new event the journal accepted, and its place in the caller's list. */
+interface Accepted {
+  readonly event: NewEvent;
+  readonly position: number;
+}
+
+/**
+ * Intake: stores validated new events, the journal first and the index second, so an accepted
+ * event is durable before the dispatcher can see it. An id the journal already holds answers with
+ * that event (or an idempotency conflict); an event due within the look-ahead goes straight to the
+ * queue instead of waiting for the next dispatcher tick.
+ */
+export class EventIntake {
+  constructor(private readonly deps: EngineDeps) {}
+
+  /** One result per event, in order; one event's refusal does not fail the others. */
+  async store(events: readonly NewEvent[], now: number): Promise<BatchItemResult[]> {
+    const { index, journal, config } = this.deps;
+    const results: BatchItemResult[] = new Array(events.length);
+    const { toIndex, repeats } = journal
+      ? await this.journalFirst(journal, events, results)
+      : { toIndex: events.map((event, position) => ({ event, position })), repeats: [] };
+
+    // Far events (beyond the near horizon) stay in the journal only: the scripts leave them out
+    // (FAR), and the dispatcher's loader promotes them ahead of time (docs/horizon.md).
+    const nearMs = nearMsOf(config, journal !== undefined);
+    if (repeats.length > 0) await index.restore(repeats.map(restoreEntryOf), now, { nearMs });
+    const entries: IndexEntry[] = toIndex.map(({ event }) => entryOf(event, journal !== undefined));
+    // While dispatch is paused nothing is sent directly: every entry waits in the index.
+    const horizon = await directDispatchHorizon(
+      index.client,
+      config.keyPrefix,
+      now,
+      config.lookAheadMs,
+      entries.map((entry) => entry.runAt),
+    );
+    const codes = await index.schedule(entries, now, horizon, config.dispatchLeaseMs, nearMs);
+    if (journal) {
+      // An entry under an id the journal has just created: the event's own (a racing reschedule
+      // or restore wrote it) or an older event's leftover; the journal's current item decides.
+      const stale = codes.flatMap((code, i) => (code === ScriptCode.EXISTS ? [i] : []));
+      if (stale.length > 0) {
+        const settled = await settleExisting(
+          this.deps,
+          journal,
+          stale.map((i) => entries[i]!.member),
+          now,
+          nearMs,
+        );
+        stale.forEach((i, n) => {
+          codes[i] = settled[n]!;
+        });
+      }
+    }
+    await this.announce(toIndex, codes, results, now);
+    return results;
+  }
+
+  /**
+   * Writes the journal items. A repeat of an id answers with the event it names (or, with other
+   * content, an idempotency conflict) in `results`; a pending repeat is indexed again, since the
+   * first request may have crashed between the journal and the index.
+   */
+  private async journalFirst(
+    journal: EventJournal,
+    events: readonly NewEvent[],
+    results: BatchItemResult[],
+  ): Promise<{ toIndex: Accepted[]; repeats: JournalItem[] }> {
+    const { index, config } = this.deps;
+    const toIndex: Accepted[] = [];
+    const repeats: JournalItem[] = [];
+    const created =
+      events.length === 1
+        ? [await journal.create(events[0]!, index.shardOf(memberOf(events[0]!.tenant, events[0]!.id)))]
+        : await journal.createMany(
+            events.map((event) => ({ event, shard: index.shardOf(memberOf(event.tenant, event.id)) })),
+          );
+    created.forEach((result, position) => {
+      const event = events[position]!;
+      if (result.created) {
+        toIndex.push({ event, position });
+        return;
+      }
+      const existing = viewOf(result.existing, config.retry.maxAttempts);
+      if (result.existing.fingerprint !== event.fingerprint) {
+        results[position] = { ok: false, index: position, error: new IdempotencyConflictError(existing) };
+        return;
+      }
+      results[position] = { ok: true, outcome: "existing", event: existing };
+      if (PENDING_STATUSES.includes(result.existing.status)) repeats.push(result.existing);
+    });
+    return { toIndex, repeats };
+  }
+
+  /**
+   * The created events' results, notifications and metrics; those the index dispatched at once
+   * are sent now (a failed send is given back to the next dispatcher tick, see send.ts).
+   */
+  private async announce(
+    toIndex: readonly Accepted[],
+    codes: readonly ScriptCode[],
+    results: BatchItemResult[],
+    now: number,
+  ): Promise<void> {
+    const { index, config } = this.deps;
+    for (const { event } of toIndex) this.deps.metrics?.created(event.tenant, event.type);
+    const dispatchNow: DispatchMessage[] = [];
+    toIndex.forEach(({ event, position }, i) => {
+      const member = memberOf(event.tenant, event.id);
+      if (codes[i] !== ScriptCode.EXISTS) notify(this.deps, "scheduled", { ...event, attempt: 0 });
+      if (codes[i] === ScriptCode.DISPATCHED) {
+        const message = { member, shard: index.shardOf(member), gen: 1, runAt: event.runAt, attempt: 0 };
+        dispatchNow.push(withInlinePayload(message, JSON.stringify(event.payload)));
+        notifyDispatched(this.deps, [message], event.type);
+      }
+      results[position] = {
+        ok: true,
+        outcome: "created",
+        event: createdViewOf(event, config.retry.maxAttempts),
+      };
+    });
+    await sendOrRelease(this.deps, dispatchNow, now);
+    if (toIndex.length === 1) {
+      const { event } = toIndex[0]!;
+      this.deps.logger.info("event scheduled", {
+        id: event.id,
+        tenant: event.tenant,
+        type: event.type,
+        runAt: new Date(event.runAt).toISOString(),
+      });
+    } else if (toIndex.length > 1) {
+      this.deps.logger.info("events scheduled", { count: toIndex.length, dispatchedNow: dispatchNow.length });
+    }
+  }
+}
