@@ -2,7 +2,13 @@
   Claims up to `limit` events of one shard for dispatch: first leases that expired (a send or a
   worker that never finished), then events due before `dueUntil`. Each claimed event is moved to
   `leased` with a new deadline and a new gen; nothing is deleted, so a crash after this script
-  means a redelivery when the lease runs out, never a loss. O(log N + M).
+  means a redelivery when the lease runs out, never a loss.
+
+  Due events are taken in turns across tenants (docs/flow-control.md, "Fairness between tenants"):
+  from each tenant whose earliest event is due, an equal share of the room, in passes until the
+  batch is full, through the per-tenant index kept beside `due` (includes/due.lua), and the batch
+  interleaves the tenants. A tenant with 100 due events gets them all into the first batch beside
+  one with 100,000. O(T log N + M) for T tenants with due events and M events taken.
 
   An entry whose meta cannot be read is moved to the quarantine (see `quarantine` in state.lua)
   instead of being claimed, so one bad entry never fails the shard's claims again.
@@ -14,7 +20,7 @@
   group, and they stay in the index. Parked events are released first, in due order, as far as
   their group's allowance goes; a group no longer listed has no limit left and is released in full.
 
-  KEYS  K.due  K.leased  K.body  K.meta  K.stats  K.epoch  K.quarantine   (declared by name in scripts.ts)
+  KEYS  K.due  K.tenants  K.leased  K.body  K.meta  K.stats  K.epoch  K.quarantine   (declared by name in scripts.ts)
   ARGV[1] now (ms)   ARGV[2] dueUntil (ms)   ARGV[3] limit   ARGV[4] dispatch lease (ms)
   ARGV[5] g, the number of listed groups, then g triples: group, allowance, reason
           ("paused"|"rate"|"concurrency")
@@ -42,6 +48,9 @@ local quarantined = {}
 local leases = {}
 local metas = {}
 local fromDue = {}
+local chosen = {}
+-- Entries at the head of `due` checked against the per-tenant index in each claim.
+local HEAL = 16
 local tag = shardTag(K.due)
 local allow, why, taken = {}, {}, {}
 local parked = 0
@@ -66,7 +75,7 @@ local function claim(member, status, attempt, gen, runAt, version, redelivered)
   local body = redis.call("HGET", K.body, member)
   if not body then
     -- An orphan entry (its body is gone): drop it rather than dispatch something unrunnable.
-    redis.call("ZREM", K.due, member)
+    dueRem(member)
     redis.call("ZREM", K.leased, member)
     redis.call("HDEL", K.meta, member)
     return
@@ -112,32 +121,126 @@ for _, group in ipairs(redis.call("SMEMBERS", tag .. ":heldgroups")) do
   end
 end
 
+-- A due event, parked or claimed; either way it leaves `due` at the end and takes a place.
+local function takeDue(member, runAt)
+  local status, attempt, gen, _, version = readMeta(K.meta, member, runAt)
+  fromDue[#fromDue + 1] = member
+  chosen[member] = true
+  room = room - 1
+  local body = status and redis.call("HGET", K.body, member)
+  local group = body and groupOf(member, body)
+  local left = group and allow[group]
+  if left and (left <= 0 or redis.call("EXISTS", tag .. ":held:" .. group) == 1) then
+    -- Held back: behind its group's allowance, or behind events of its group already waiting.
+    local waiting = park(tag, K.leased, K.meta, member, body, attempt, gen, runAt, version, why[group])
+    countStats(member, body, status, waiting)
+    parked = parked + 1
+  else
+    claim(member, status, attempt, gen, runAt, version, 0)
+    if group then
+      take(group)
+    end
+  end
+end
+
+-- Due events, in turns across tenants (docs/flow-control.md, "Fairness between tenants"). `due`
+-- is the judge of what is due and when; the per-tenant index (includes/due.lua) gives the turns.
 if room > 0 then
-  local due = redis.call("ZRANGEBYSCORE", K.due, "-inf", dueUntil, "WITHSCORES", "LIMIT", 0, room)
-  for i = 1, #due, 2 do
-    local member, runAt = due[i], tonumber(due[i + 1])
-    local status, attempt, gen, _, version = readMeta(K.meta, member, runAt)
-    fromDue[#fromDue + 1] = member
-    local body = status and redis.call("HGET", K.body, member)
-    local group = body and groupOf(member, body)
-    local left = group and allow[group]
-    if left and (left <= 0 or redis.call("EXISTS", tag .. ":held:" .. group) == 1) then
-      -- Held back: behind its group's allowance, or behind events of its group already waiting.
-      local waiting = park(tag, K.leased, K.meta, member, body, attempt, gen, runAt, version, why[group])
-      countStats(member, body, status, waiting)
-      parked = parked + 1
+  -- 1. The head of `due` is checked against the per-tenant index: an entry it lacks or holds at
+  --    another time (written before the index existed, or by hand) is put right, so it gets its
+  --    turn. Every entry comes to the head in time, so the index never lags for long.
+  local healed = {}
+  local head = redis.call("ZRANGEBYSCORE", K.due, "-inf", dueUntil, "WITHSCORES", "LIMIT", 0, HEAL)
+  for i = 1, #head, 2 do
+    local tenant, id = splitMember(head[i])
+    local indexed = redis.call("ZSCORE", tenantDueKey(tenant), id)
+    if not indexed or tonumber(indexed) ~= tonumber(head[i + 1]) then
+      redis.call("ZADD", tenantDueKey(tenant), head[i + 1], id)
+      healed[tenant] = true
+    end
+  end
+  for tenant in pairs(healed) do
+    dueRefresh(tenant)
+  end
+
+  -- 2. Passes over the tenants whose earliest event is due (earliest first): each pass gives every
+  --    tenant still in the running an equal share of the room left, and a tenant that has fewer
+  --    due leaves the running, so a tenant with 100 due gets all 100 beside one with 100,000 as
+  --    long as the batch has room for 100 per tenant. Each pass costs O(T log N + its events).
+  local order, turns, drift, read = {}, {}, {}, {}
+  local picked = 0
+  local active = redis.call("ZRANGEBYSCORE", K.tenants, "-inf", dueUntil, "LIMIT", 0, room)
+  while picked < room and #active > 0 do
+    local share = math.max(1, math.floor((room - picked) / #active))
+    local still = {}
+    for _, tenant in ipairs(active) do
+      local n = math.min(share, room - picked)
+      if n <= 0 then
+        break
+      end
+      local key = tenantDueKey(tenant)
+      local page = redis.call("ZRANGEBYSCORE", key, "-inf", dueUntil, "WITHSCORES", "LIMIT", read[tenant] or 0, n)
+      read[tenant] = (read[tenant] or 0) + #page / 2
+      for i = 1, #page, 2 do
+        local member = tenant .. "/" .. page[i]
+        local score = redis.call("ZSCORE", K.due, member)
+        if score and tonumber(score) <= dueUntil then
+          if not turns[tenant] then
+            turns[tenant] = {}
+            order[#order + 1] = tenant
+          end
+          local list = turns[tenant]
+          list[#list + 1] = member
+          list[#list + 1] = tonumber(score)
+          picked = picked + 1
+        else
+          -- Not in `due` (any more), or due later there: the tenant's index is put right below.
+          drift[#drift + 1] = { tenant, page[i], score }
+        end
+      end
+      if #page / 2 == n then
+        still[#still + 1] = tenant
+      end
+    end
+    active = still
+  end
+  -- The batch interleaves the tenants, one event of each in turn, so the queue does too.
+  for i = 1, 2 * picked, 2 do
+    for _, tenant in ipairs(order) do
+      local list = turns[tenant]
+      if list[i] then
+        takeDue(list[i], list[i + 1])
+      end
+    end
+    if room <= 0 then
+      break
+    end
+  end
+  for _, fix in ipairs(drift) do
+    if fix[3] then
+      redis.call("ZADD", tenantDueKey(fix[1]), fix[3], fix[2])
     else
-      claim(member, status, attempt, gen, runAt, version, 0)
-      if group then
-        take(group)
+      redis.call("ZREM", tenantDueKey(fix[1]), fix[2])
+    end
+    dueRefresh(fix[1])
+  end
+
+  -- 3. Room left means every indexed due event is taken: whatever `due` still has before
+  --    `dueUntil` is an entry the per-tenant index lacks; it goes in due order, as before.
+  if room > 0 then
+    local rest = redis.call("ZRANGEBYSCORE", K.due, "-inf", dueUntil, "WITHSCORES", "LIMIT", 0, room + #fromDue)
+    for j = 1, #rest, 2 do
+      if room <= 0 then
+        break
+      end
+      if not chosen[rest[j]] then
+        takeDue(rest[j], tonumber(rest[j + 1]))
       end
     end
   end
 end
 
-if #fromDue > 0 then
-  callInSlices("ZREM", K.due, fromDue)
-end
+dueRemMany(fromDue)
 if #metas > 0 then
   callInSlices("HSET", K.meta, metas)
 end

@@ -10,7 +10,7 @@
   instead finds no journal item (it answers 404 and drops its tombstone), the event is pending in
   the journal only, and the recovery sweep indexes it.
 
-  KEYS  K.due  K.leased  K.body  K.meta  K.stats  K.cancelled   (declared by name in scripts.ts)
+  KEYS  K.due  K.tenants  K.leased  K.body  K.meta  K.stats  K.cancelled   (declared by name in scripts.ts)
   ARGV[1] now (ms)   ARGV[2] dispatchUntil (ms)   ARGV[3] dispatch lease (ms)
   ARGV[4] near horizon + margin (ms), or "" to index every event
   ARGV[5..] triples: member, runAt (ms), body
@@ -59,7 +59,7 @@ for i = 5, #ARGV, 3 do
 end
 
 if #due > 0 then
-  callInSlices("ZADD", K.due, due)
+  dueAddMany(due)
 end
 if #leased > 0 then
   callInSlices("ZADD", K.leased, leased)
