@@ -9,9 +9,9 @@ export interface ShardKeys {
   /** ZSET member → runAt (ms): events waiting to be claimed (scheduled or retrying). */
   readonly due: string;
   /**
-   * ZSET tenant → its earliest runAt (ms): the tenants with events in `due`, each of whose waiting
-   * events are also in its own `tenantDueKey` zset, so claims take turns across tenants
-   * (docs/flow-control.md, "Fairness between tenants"). Kept in step by lua/includes/due.lua.
+   * ZSET tenant → the earliest runAt (ms) in its window (`tenantDueKey`): the tenants with waiting
+   * events, so claims take turns across tenants (docs/flow-control.md, "Fairness between
+   * tenants"). Kept in step with `due` by lua/includes/due.lua.
    */
   readonly tenants: string;
   /** ZSET member → lease deadline (ms): claimed events (dispatched or running). */
@@ -95,8 +95,9 @@ export function limitKeys(prefix: string, tenant: string): LimitKeys {
 }
 
 /**
- * ZSET id → runAt (ms): one tenant's waiting events of a shard, the same entries as its members of
- * `due` (without the `tenant/` prefix). The scripts build it from the shard's tag (lua/includes/due.lua).
+ * ZSET id → runAt (ms): one tenant's window of a shard's waiting events, at most 128 of its members
+ * of `due` (without the `tenant/` prefix), all of them when it has no more. The scripts build it
+ * from the shard's tag (lua/includes/due.lua).
  */
 export function tenantDueKey(prefix: string, shard: number, tenant: string): string {
   return `{${prefix}:${shard}}:tdue:${tenant}`;

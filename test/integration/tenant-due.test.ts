@@ -45,8 +45,15 @@ async function claim(limit: number, now = Date.now()) {
   return result;
 }
 
-/** The per-tenant index agrees with `due`: the same entries per tenant, and each tenant's earliest. */
-async function expectAgreement(tenants: readonly string[]) {
+/** A tenant's window of waiting events holds at most this many (includes/due.lua). */
+const WINDOW = 128;
+
+/**
+ * The per-tenant windows agree with `due`: every window entry is in `due` at the same time, no
+ * window holds more than WINDOW, `tenants` scores each tenant by its window's earliest, and a
+ * tenant listed in `complete` (one that never had more than WINDOW waiting) has all its entries there.
+ */
+async function expectAgreement(tenants: readonly string[], complete: readonly string[] = tenants) {
   const k = index.keys(0);
   const due = await redis.zrange(k.due, 0, -1, "WITHSCORES");
   const expected = new Map<string, Record<string, number>>();
@@ -55,17 +62,20 @@ async function expectAgreement(tenants: readonly string[]) {
     expected.set(tenant, { ...expected.get(tenant), [id]: Number(due[i + 1]) });
   }
   const earliest: Record<string, number> = {};
-  for (const [tenant, entries] of expected) earliest[tenant] = Math.min(...Object.values(entries));
-  const listed = await redis.zrange(k.tenants, 0, -1, "WITHSCORES");
-  const scores: Record<string, number> = {};
-  for (let i = 0; i < listed.length; i += 2) scores[listed[i]!] = Number(listed[i + 1]);
-  expect(scores).toEqual(earliest);
   for (const tenant of tenants) {
     const own = await redis.zrange(tenantDueKey(prefix, 0, tenant), 0, -1, "WITHSCORES");
     const entries: Record<string, number> = {};
     for (let i = 0; i < own.length; i += 2) entries[own[i]!] = Number(own[i + 1]);
-    expect(entries, tenant).toEqual(expected.get(tenant) ?? {});
+    expect(own.length / 2, tenant).toBeLessThanOrEqual(WINDOW);
+    const all = expected.get(tenant) ?? {};
+    for (const [id, runAt] of Object.entries(entries)) expect(all[id], `${tenant}/${id}`).toBe(runAt);
+    if (complete.includes(tenant)) expect(entries, tenant).toEqual(all);
+    if (own.length > 0) earliest[tenant] = Math.min(...Object.values(entries));
   }
+  const listed = await redis.zrange(k.tenants, 0, -1, "WITHSCORES");
+  const scores: Record<string, number> = {};
+  for (let i = 0; i < listed.length; i += 2) scores[listed[i]!] = Number(listed[i + 1]);
+  expect(scores).toEqual(earliest);
 }
 
 describe("fair claims across tenants", () => {
@@ -73,13 +83,17 @@ describe("fair claims across tenants", () => {
     const now = Date.now();
     await scheduleDue("big", 1_000, now - 2_000);
     await scheduleDue("small", 100, now - 1_000);
+    // The large tenant's window is full, small enough to stay a listpack; the rest is in `due` only.
+    const window = tenantDueKey(prefix, 0, "big");
+    expect(await redis.zcard(window)).toBe(WINDOW);
+    expect(await redis.call("OBJECT", "ENCODING", window)).toBe("listpack");
     const first = await claim(200, now);
     const tenants = first.claimed.map((c) => parseMember(c.member).tenant);
     expect(tenants.filter((t) => t === "small")).toHaveLength(100);
     expect(tenants.filter((t) => t === "big")).toHaveLength(100);
     // One of each in turn, so the queue is interleaved too.
     expect(tenants.slice(0, 4).sort()).toEqual(["big", "big", "small", "small"]);
-    await expectAgreement(["big", "small"]);
+    await expectAgreement(["big", "small"], ["small"]);
     // The rest of the big tenant's backlog follows, in its due order, and nothing is lost.
     let rest = 0;
     for (let c = await claim(300, now); c.claimed.length > 0; c = await claim(300, now))
@@ -126,7 +140,57 @@ describe("fair claims across tenants", () => {
     await expectAgreement(["drift"]);
   });
 
-  it("property: the per-tenant index agrees with `due` after any sequence of schedule, reschedule, cancel, claim, start, retry, bury, revive, hold, forget, restore and evict", async () => {
+  it("pacing: with a budget, claims stop at that many handed out and unfinished, and events claimed ahead never hold back those due now", async () => {
+    const now = Date.now();
+    await scheduleDue("big", 50, now - 1_000);
+    const paced = async (until: number) => {
+      const result = await index.claim(0, Date.now(), until, 100, 60_000, [], 10);
+      if (result.epochMissing) throw new Error("epoch missing");
+      return result;
+    };
+    const first = await paced(Date.now());
+    expect(first.claimed).toHaveLength(10);
+    expect(first.paced).toBe(true);
+    expect((await paced(Date.now())).claimed).toHaveLength(0);
+    // Five start and finish: five more may go.
+    for (const message of first.claimed.slice(0, 5)) {
+      expect((await index.start(message, Date.now(), 60_000)).code).toBe(ScriptCode.OK);
+      expect((await index.ack(message)).code).toBe(ScriptCode.OK);
+    }
+    expect((await paced(Date.now())).claimed).toHaveLength(5);
+    await expectAgreement(["big"], []);
+  });
+
+  it("pacing: events claimed ahead of their time never hold back those due now", async () => {
+    await scheduleDue("later", 20, Date.now() + 20_000);
+    const claimPaced = async () => {
+      const result = await index.claim(0, Date.now(), Date.now() + 30_000, 100, 60_000, [], 10);
+      if (result.epochMissing) throw new Error("epoch missing");
+      return result;
+    };
+    const ahead = await claimPaced();
+    expect(ahead.claimed.map((c) => parseMember(c.member).tenant)).toEqual(Array(10).fill("later"));
+    await scheduleDue("now", 3, Date.now() - 1_000);
+    const due = await claimPaced();
+    expect(due.claimed.map((c) => parseMember(c.member).tenant)).toEqual(Array(3).fill("now"));
+    await expectAgreement(["later", "now"]);
+  });
+
+  it("pacing: creates due within the look-ahead go to the queue on the spot only within the budget; the rest wait for a fair claim", async () => {
+    const paced = new RedisIndex(redis, prefix, 1, 5);
+    const now = Date.now();
+    const entries = Array.from({ length: 8 }, (_, i) => ({
+      member: memberOf("flood", `f${i}`),
+      runAt: now - 1,
+      body: BODY,
+    }));
+    const codes = await paced.schedule(entries, now, now + 5_000, 60_000);
+    expect(codes.filter((c) => c === ScriptCode.DISPATCHED)).toHaveLength(5);
+    expect(codes.filter((c) => c === ScriptCode.SCHEDULED)).toHaveLength(3);
+    await expectAgreement(["flood"]);
+  });
+
+  it("property: the per-tenant windows agree with `due` after any sequence of schedule, reschedule, cancel, claim, start, retry, bury, revive, hold, forget, restore and evict", async () => {
     const TENANTS = ["a", "b", "c"];
     const member = fc.record({ tenant: fc.constantFrom(...TENANTS), id: fc.integer({ min: 0, max: 7 }) });
     const at = fc.integer({ min: -5_000, max: 5_000 });
