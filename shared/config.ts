@@ -45,7 +45,7 @@ export type Mode = "local" | "aws";
  * and it is also how late an event can be when the queue loses its message.
  */
 /** Events per shard and window handed out and not finished before claims wait (see HOURGLASS_SHARD_IN_FLIGHT). */
-const PACING_DEFAULT = 250;
+const PACING_DEFAULT = 1_000;
 
 const modeDefaults: Record<
   Mode,
