@@ -46,8 +46,9 @@ export const SYSTEM_TENANT = "~system";
 
 /**
  * Moves events that are almost due from the Redis index to the queue. Each pass claims per shard
- * (atomic Lua, O(log N + M)), sends what it claimed, and repeats until nothing is due or the time
- * budget is spent. Every so often it also sweeps the journal for events the index lost, and it
+ * (atomic Lua, O(T log N + M), in turns across the T tenants with due events), sends what it
+ * claimed, and repeats until nothing is due or the time budget is spent; while the shard's pacing
+ * budget keeps due events waiting (docs/flow-control.md), it claims again as the workers drain. Every so often it also sweeps the journal for events the index lost, and it
  * rebuilds a shard whose epoch marker is gone.
  */
 
