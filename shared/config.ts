@@ -44,6 +44,9 @@ export type Mode = "local" | "aws";
  * it must outlast the look-ahead (the longest SQS delay the dispatcher uses) with room to spare,
  * and it is also how late an event can be when the queue loses its message.
  */
+/** Events per shard and window handed out and not finished before claims wait (see HOURGLASS_SHARD_IN_FLIGHT). */
+const PACING_DEFAULT = 1_000;
+
 const modeDefaults: Record<
   Mode,
   { tickMs: number; lookAheadSeconds: number; allowPrivate: boolean; dispatchLeaseSeconds: number }
@@ -84,6 +87,9 @@ const schema = z.object({
   HOURGLASS_LOOKAHEAD_SECONDS: int(0, 900).optional(),
   HOURGLASS_INDEX_HORIZON_SECONDS: int(1, 315_360_000).default(3_600),
   HOURGLASS_CLAIM_BATCH: int(1, 5_000).default(500),
+  // Pacing (docs/flow-control.md, "Fairness between tenants"): events of one shard handed out and
+  // not finished at once, in each of two windows (due now; claimed ahead). 0 turns pacing off.
+  HOURGLASS_SHARD_IN_FLIGHT: int(0, 1_000_000).default(PACING_DEFAULT),
   // Per-tenant caps (docs/flow-control.md); 0 turns one off. A tenant cannot raise them.
   HOURGLASS_TENANT_CREATES_PER_SECOND: int(0, 1_000_000).default(10_000),
   HOURGLASS_TENANT_CREATES_BURST: int(500, 10_000_000).optional(),
@@ -214,6 +220,8 @@ export interface HourglassConfig {
    */
   readonly indexHorizonMs: number;
   readonly claimBatch: number;
+  /** Pacing budget per shard and window (claim.lua); 0: none. */
+  readonly shardInFlight: number;
   /** Deployment-wide per-tenant caps (flow control); 0 means off. */
   readonly tenantLimits: {
     readonly createsPerSecond: number;
@@ -353,6 +361,7 @@ export function loadConfig(
     lookAheadMs,
     indexHorizonMs: e.HOURGLASS_INDEX_HORIZON_SECONDS * 1000,
     claimBatch: e.HOURGLASS_CLAIM_BATCH,
+    shardInFlight: e.HOURGLASS_SHARD_IN_FLIGHT,
     tenantLimits: {
       createsPerSecond: e.HOURGLASS_TENANT_CREATES_PER_SECOND,
       createsBurst:

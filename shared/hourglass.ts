@@ -125,7 +125,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
   const journal = config.journal
     ? new EventJournal(dynamo, config.tables.events, config.retentionSeconds, dynamoReads)
     : undefined;
-  const index = new RedisIndex(redis, config.keyPrefix, config.shards);
+  const index = new RedisIndex(redis, config.keyPrefix, config.shards, config.shardInFlight);
   const metrics = new MetricsRecorder(redis, config.keyPrefix, logger, options.clock ?? Date.now);
   const notifier = options.notifier ?? createNotifier(config, index, logger);
   const flow = new FlowControl(

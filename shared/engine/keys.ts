@@ -8,6 +8,12 @@
 export interface ShardKeys {
   /** ZSET member → runAt (ms): events waiting to be claimed (scheduled or retrying). */
   readonly due: string;
+  /**
+   * ZSET tenant → the earliest runAt (ms) in its window (`tenantDueKey`): the tenants with waiting
+   * events, so claims take turns across tenants (docs/flow-control.md, "Fairness between
+   * tenants"). Kept in step with `due` by lua/includes/due.lua.
+   */
+  readonly tenants: string;
   /** ZSET member → lease deadline (ms): claimed events (dispatched or running). */
   readonly leased: string;
   /** ZSET member → time of death (ms): dead letters, kept until replayed or cancelled. */
@@ -44,6 +50,7 @@ export function shardKeys(prefix: string, shard: number): ShardKeys {
   const tag = `{${prefix}:${shard}}`;
   return {
     due: `${tag}:due`,
+    tenants: `${tag}:tenants`,
     leased: `${tag}:leased`,
     dead: `${tag}:dead`,
     body: `${tag}:body`,
@@ -85,6 +92,15 @@ export function limitKeys(prefix: string, tenant: string): LimitKeys {
     bucket: (type) => `${tag}:bucket:${type}`,
     slots: (type) => `${tag}:slots:${type}`,
   };
+}
+
+/**
+ * ZSET id → runAt (ms): one tenant's window of a shard's waiting events, at most 128 of its members
+ * of `due` (without the `tenant/` prefix), all of them when it has no more. The scripts build it
+ * from the shard's tag (lua/includes/due.lua).
+ */
+export function tenantDueKey(prefix: string, shard: number, tenant: string): string {
+  return `{${prefix}:${shard}}:tdue:${tenant}`;
 }
 
 /** Per-shard flow-control keys (parking, see `park` in state.lua). The scripts build them from the tag. */

@@ -32,6 +32,8 @@ export type ClaimResult =
       readonly parked: number;
       /** Per listed group (`tenant|type`), how many events it took. */
       readonly taken: Map<string, number>;
+      /** The pacing budget kept due events waiting: claim again soon, as the workers drain. */
+      readonly paced: boolean;
     };
 
 import type { HeldBy } from "../model/event.ts";
@@ -116,6 +118,12 @@ export class RedisIndex {
     readonly client: RedisClient,
     readonly prefix: string,
     readonly shards: number,
+    /**
+     * Pacing (docs/flow-control.md, "Fairness between tenants"): events of a shard handed out and
+     * unfinished at once in each window, beyond which creates wait in `due` for a fair claim
+     * instead of going to the queue on the spot; 0 for none.
+     */
+    readonly shardInFlight = 0,
   ) {}
 
   shardOf(member: string): number {
@@ -142,7 +150,7 @@ export class RedisIndex {
       (e) => this.shardOf(e.member),
       async (shard, batch) => {
         const k = this.keys(shard);
-        const args: (string | number)[] = [now, dispatchUntil, leaseMs, nearMs ?? ""];
+        const args: (string | number)[] = [now, dispatchUntil, leaseMs, nearMs ?? "", this.shardInFlight];
         for (const entry of batch) args.push(entry.member, entry.runAt, entry.body);
         return (await runScript(this.client, "schedule", k, args)) as ScriptCode[];
       },
@@ -156,18 +164,21 @@ export class RedisIndex {
     limit: number,
     leaseMs: number,
     allowances: readonly GroupAllowance[] = [],
+    /** Pacing (claim.lua): events handed out and unfinished per window at most; 0 for no bound. */
+    budget = 0,
   ) {
     const k = this.keys(shard);
-    const args: (string | number)[] = [now, dueUntil, limit, leaseMs, allowances.length];
+    const args: (string | number)[] = [now, dueUntil, limit, leaseMs, budget, allowances.length];
     for (const a of allowances) args.push(a.group, Math.max(0, Math.floor(a.allowance)), a.reason);
     const reply = (await runScript(this.client, "claim", k, args)) as Reply;
     if (reply[0] === ScriptCode.EPOCH_MISSING) return { epochMissing: true } as ClaimResult;
     const skip = Number(reply[1]);
     const parked = Number(reply[2]);
-    const groups = Number(reply[3]);
+    const paced = reply[3] === 1;
+    const groups = Number(reply[4]);
     const taken = new Map<string, number>();
-    for (let i = 4; i < 4 + 2 * groups; i += 2) taken.set(String(reply[i]), Number(reply[i + 1]));
-    const start = 4 + 2 * groups;
+    for (let i = 5; i < 5 + 2 * groups; i += 2) taken.set(String(reply[i]), Number(reply[i + 1]));
+    const start = 5 + 2 * groups;
     const quarantined = reply.slice(start, start + skip).map(String);
     const claimed: (DispatchMessage & { redelivered: boolean })[] = [];
     for (let i = start + skip; i < reply.length; i += 5) {
@@ -180,7 +191,7 @@ export class RedisIndex {
         redelivered: reply[i + 4] === 1,
       });
     }
-    return { epochMissing: false, claimed, quarantined, parked, taken } as ClaimResult;
+    return { epochMissing: false, claimed, quarantined, parked, taken, paced } as ClaimResult;
   }
 
   async start(

@@ -11,23 +11,23 @@ export type RedisClient = Redis | Cluster;
  * the wrong order or forget one. One `.lua` file per script, same name.
  */
 const SCRIPT_KEYS = {
-  schedule: ["due", "leased", "body", "meta", "stats", "cancelled"],
-  claim: ["due", "leased", "body", "meta", "stats", "epoch", "quarantine"],
+  schedule: ["due", "tenants", "leased", "body", "meta", "stats", "cancelled"],
+  claim: ["due", "tenants", "leased", "body", "meta", "stats", "epoch", "quarantine"],
   start: ["leased", "body", "meta", "stats"],
   ack: ["leased", "body", "meta", "stats"],
-  retry: ["due", "leased", "body", "meta", "stats"],
+  retry: ["due", "tenants", "leased", "body", "meta", "stats"],
   bury: ["leased", "dead", "body", "meta", "stats"],
-  cancel: ["due", "leased", "dead", "body", "meta", "stats", "cancelled"],
-  reschedule: ["due", "leased", "body", "meta", "stats"],
-  revive: ["due", "leased", "dead", "body", "meta", "stats"],
+  cancel: ["due", "tenants", "leased", "dead", "body", "meta", "stats", "cancelled"],
+  reschedule: ["due", "tenants", "leased", "body", "meta", "stats"],
+  revive: ["due", "tenants", "leased", "dead", "body", "meta", "stats"],
   release: ["leased", "meta"],
   expire: ["dead", "body", "meta", "stats", "cancelled"],
-  restore: ["due", "dead", "body", "meta", "stats", "cancelled", "quarantine"],
-  forget: ["due", "leased", "dead", "body", "meta", "stats"],
+  restore: ["due", "tenants", "dead", "body", "meta", "stats", "cancelled", "quarantine"],
+  forget: ["due", "tenants", "leased", "dead", "body", "meta", "stats"],
   inspect: ["due", "leased", "body", "meta"],
   // The near horizon (shared/events/horizon.ts): the loader's state, and evicting a far entry.
   horizon: ["horizon", "epoch", "rebuild"],
-  evict: ["due", "body", "meta", "stats"],
+  evict: ["due", "tenants", "body", "meta", "stats"],
   // Flow control (docs/flow-control.md): `hold` on a shard; the rest on a tenant's limits tag.
   hold: ["leased", "body", "meta", "stats"],
   admit: ["running"],

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { ScriptCode } from "../engine/codes.ts";
 import { deploymentKeys, memberOf, parseMember } from "../engine/keys.ts";
 import type { GroupAllowance } from "../engine/redis-index.ts";
@@ -46,8 +47,9 @@ export const SYSTEM_TENANT = "~system";
 
 /**
  * Moves events that are almost due from the Redis index to the queue. Each pass claims per shard
- * (atomic Lua, O(log N + M)), sends what it claimed, and repeats until nothing is due or the time
- * budget is spent. Every so often it also sweeps the journal for events the index lost, and it
+ * (atomic Lua, O(T log N + M), in turns across the T tenants with due events), sends what it
+ * claimed, and repeats until nothing is due or the time budget is spent; while the shard's pacing
+ * budget keeps due events waiting (docs/flow-control.md), it claims again as the workers drain. Every so often it also sweeps the journal for events the index lost, and it
  * rebuilds a shard whose epoch marker is gone.
  */
 
@@ -241,6 +243,8 @@ export class Dispatcher {
   ): Promise<void> {
     const { index, clock, config, journal } = this.deps;
     let rebuilding = journal !== undefined && (await index.rebuildCursor(shard)) !== undefined;
+    // Waiting on the pacing budget is bounded by real time too, whatever the injected clock does.
+    const realDeadline = performance.now() + Math.max(0, deadline - clock());
     while (clock() < deadline) {
       if (rebuilding) {
         const step = await this.rebuildStep(shard);
@@ -255,6 +259,7 @@ export class Dispatcher {
         config.claimBatch,
         config.dispatchLeaseMs,
         [...allowances.values()],
+        index.shardInFlight,
       );
       if (result.epochMissing) {
         report.rebuiltShards.push(shard);
@@ -287,12 +292,17 @@ export class Dispatcher {
       if (result.claimed.length === 0) {
         // Quarantined or held-back entries took the room of claims, or a rebuild has pages left: go on.
         if (result.quarantined.length > 0 || result.parked > 0 || rebuilding) continue;
+        // Paced: due events wait for the workers to drain what is handed out; look again shortly.
+        if (result.paced && performance.now() < realDeadline) {
+          await sleep(PACE_MS);
+          continue;
+        }
         return;
       }
       report.claimed += result.claimed.length;
       await this.send(result.claimed, now, report);
       const seen = result.claimed.length + result.quarantined.length + result.parked;
-      if (!rebuilding && seen < config.claimBatch) return;
+      if (!rebuilding && !result.paced && seen < config.claimBatch) return;
     }
   }
 
@@ -537,6 +547,9 @@ export class Dispatcher {
 function describe(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
+
+/** How long a paced drain waits before it claims again (claim.lua's budget; docs/flow-control.md). */
+const PACE_MS = 10;
 
 /** Journal items read per rebuild step; each step is one query and one restore script call. */
 const REBUILD_PAGE = 500;

@@ -42,6 +42,26 @@ describe("Lua scripts and their declarations", () => {
     },
   );
 
+  // Fair claims (docs/flow-control.md): the per-tenant index must agree with `due`, so every
+  // write to `due` goes through includes/due.lua, and a script that writes must declare both keys.
+  const INCLUDES = new URL("includes/", LUA);
+  const includes = readdirSync(INCLUDES).filter((file) => file.endsWith(".lua") && file !== "due.lua");
+  const writesDue =
+    /\b(ZADD|ZREM|ZPOPMIN|ZPOPMAX|ZINCRBY|ZREMRANGEBY\w+|ZMPOP|DEL|UNLINK)"\s*,\s*[kK]\.due\b/;
+  it.each([...files, ...includes.map((file) => `includes/${file}`)])(
+    "%s: writes `due` only through includes/due.lua",
+    (file) => {
+      const source = readFileSync(new URL(file, LUA), "utf8");
+      expect(source).not.toMatch(writesDue);
+      expect(source).not.toMatch(/(callInSlices|unpack)\([^)]*[kK]\.due\b/);
+    },
+  );
+  it.each(names)("%s: declares `tenants` when it changes `due`", (name) => {
+    const body = raw(name).slice(raw(name).indexOf("]]") + 2);
+    if (/\b(dueAdd|dueAddMany|dueRem|dueRemMany|dropEntry|quarantine)\(/.test(body))
+      expect(scriptKeys(name)).toEqual(expect.arrayContaining(["due", "tenants"]));
+  });
+
   it("the loader binds K in the declared order and CODE to the enum's values", () => {
     const source = scriptSource("bury");
     expect(source).toContain(

@@ -11,7 +11,7 @@
   to that time), and only confirmed tombstones older than `keep` are pruned, here: by then every
   journal read that predates the cancel has been applied or dropped.
 
-  KEYS  K.due  K.leased  K.dead  K.body  K.meta  K.stats  K.cancelled   (declared by name in scripts.ts)
+  KEYS  K.due  K.tenants  K.leased  K.dead  K.body  K.meta  K.stats  K.cancelled   (declared by name in scripts.ts)
   ARGV[1] member   ARGV[2] now (ms)   ARGV[3] keep tombstones for (ms)
 
   Returns:

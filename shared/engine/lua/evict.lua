@@ -7,7 +7,7 @@
   version the caller's reschedule got, and be due beyond the near horizon by Redis's clock too.
   A later reschedule (a newer version), a claim or a cancel in between leaves it alone.
 
-  KEYS  K.due  K.body  K.meta  K.stats   (declared by name in scripts.ts)
+  KEYS  K.due  K.tenants  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] member   ARGV[2] version   ARGV[3] now (ms)   ARGV[4] near horizon + margin (ms)
 
   Returns: 0 OK (evicted), 5 STALE (moved, claimed or changed since, or near after all;
@@ -30,7 +30,7 @@ local limit = nearLimit(tonumber(ARGV[3]), ARGV[4])
 if not limit or tonumber(score) <= limit then
   return CODE.STALE
 end
-redis.call("ZREM", K.due, member)
+dueRem(member)
 redis.call("HDEL", K.body, member)
 redis.call("HDEL", K.meta, member)
 bumpStats(K.stats, member, body, status, false)

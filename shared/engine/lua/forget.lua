@@ -3,7 +3,7 @@
   finished (for example a worker crashed between the journal write and the ack), or when the
   entry is a leftover of an older event under the same id whose journal item has expired.
 
-  KEYS  K.due  K.leased  K.dead  K.body  K.meta  K.stats   (declared by name in scripts.ts)
+  KEYS  K.due  K.tenants  K.leased  K.dead  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] member   ARGV[2] final status for the counters ("succeeded"|"cancelled"|"dead"), or ""
           to only remove it from the counters (a leftover)
 

@@ -9,7 +9,7 @@
   - a sync from the journal (ARGV[6] = the journal's version) applies only when the journal is at
     least as new as the index: the dispatcher uses it when the index lost a write the journal has.
 
-  KEYS  K.due  K.leased  K.body  K.meta  K.stats   (declared by name in scripts.ts)
+  KEYS  K.due  K.tenants  K.leased  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] member   ARGV[2] runAt (ms)   ARGV[3] now (ms)   ARGV[4] dispatchUntil (ms)
   ARGV[5] dispatch lease (ms)   ARGV[6] "" or the journal's version
 
@@ -49,7 +49,7 @@ end
 unpark(shardTag(K.due), member, body)
 if runAt <= tonumber(ARGV[4]) then
   writeMeta(K.meta, member, "dispatched", attempt, gen + 1, runAt, version)
-  redis.call("ZREM", K.due, member)
+  dueRem(member)
   redis.call("ZADD", K.leased, math.max(runAt, now) + tonumber(ARGV[5]), member)
   bumpStats(K.stats, member, body, status, "dispatched")
   return {CODE.DISPATCHED, attempt, gen + 1, version}
@@ -61,6 +61,6 @@ if attempt > 0 then
 end
 writeMeta(K.meta, member, waiting, attempt, gen + 1, runAt, version)
 redis.call("ZREM", K.leased, member)
-redis.call("ZADD", K.due, runAt, member)
+dueAdd(member, runAt)
 bumpStats(K.stats, member, body, status, waiting)
 return {CODE.SCHEDULED, version}

@@ -12,7 +12,7 @@
   - A pending event the index does not know and that is due beyond the near horizon (ARGV[3], see
     includes/horizon.lua) is left to the journal (FAR): the dispatcher's loader promotes it later.
 
-  KEYS  K.due  K.dead  K.body  K.meta  K.stats  K.cancelled  K.quarantine   (declared by name in scripts.ts)
+  KEYS  K.due  K.tenants  K.dead  K.body  K.meta  K.stats  K.cancelled  K.quarantine   (declared by name in scripts.ts)
   ARGV[1] now (ms)   ARGV[2] "1" for a replay, else "0"
   ARGV[3] near horizon + margin (ms), or "" to restore whatever the due time
   ARGV[4..] sextuples: member, runAt (ms), body, attempt, status ("scheduled"|"retrying"|"dead"),
@@ -51,7 +51,7 @@ for i = 4, #ARGV, 6 do
     local waiting = redis.call("ZSCORE", K.due, member)
     if waiting and (current == "scheduled" or current == "retrying") and currentVersion < version then
       writeMeta(K.meta, member, current, currentAttempt, gen + 1, runAt, version)
-      redis.call("ZADD", K.due, runAt, member)
+      dueAdd(member, runAt)
     end
     codes[#codes + 1] = CODE.PRESENT
   else
@@ -59,7 +59,7 @@ for i = 4, #ARGV, 6 do
     if status == "dead" then
       redis.call("ZADD", K.dead, now, member)
     else
-      redis.call("ZADD", K.due, runAt, member)
+      dueAdd(member, runAt)
     end
     countStats(member, body, false, status)
     if redis.call("HDEL", K.quarantine, member) == 1 then

@@ -3,7 +3,7 @@
   due within the look-ahead is claimed on the spot instead (leased, gen + 1), so the caller sends
   it to the queue at once: a 1 s backoff must not wait for the next dispatcher tick (a minute on AWS).
 
-  KEYS  K.due  K.leased  K.body  K.meta  K.stats   (declared by name in scripts.ts)
+  KEYS  K.due  K.tenants  K.leased  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] member   ARGV[2] gen   ARGV[3] next runAt (ms)
   ARGV[4] now (ms)   ARGV[5] dispatchUntil (ms; 0: never claim on the spot)   ARGV[6] dispatch lease (ms)
   ARGV[7] "1": give back the attempt start.lua counted (the platform failed, not the handler)
@@ -28,6 +28,6 @@ end
 
 writeMeta(K.meta, member, "retrying", attempt, gen, runAt, version)
 redis.call("ZREM", K.leased, member)
-redis.call("ZADD", K.due, runAt, member)
+dueAdd(member, runAt)
 bumpStats(K.stats, member, body, "running", "retrying")
 return {CODE.OK}

@@ -8,7 +8,7 @@
   index still says dead; whoever sees that revives the entry. `diedBefore` guards against a stale
   journal read: an entry that died after the journal's replay (a later death) is left dead.
 
-  KEYS  K.due  K.leased  K.dead  K.body  K.meta  K.stats   (declared by name in scripts.ts)
+  KEYS  K.due  K.tenants  K.leased  K.dead  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] now (ms)   ARGV[2] dispatchUntil (ms; 0: never claim on the spot)   ARGV[3] dispatch lease (ms)
   ARGV[4..] triples: member, runAt (ms), diedBefore (ms; 0: no guard)
 
@@ -50,7 +50,7 @@ for i = 4, #ARGV, 3 do
       out[#out + 1] = CODE.DISPATCHED; out[#out + 1] = 0; out[#out + 1] = gen + 1
     else
       writeMeta(K.meta, member, "scheduled", 0, gen, runAt, version)
-      redis.call("ZADD", K.due, runAt, member)
+      dueAdd(member, runAt)
       bumpStats(K.stats, member, body, "dead", "scheduled")
       out[#out + 1] = CODE.OK; out[#out + 1] = ""; out[#out + 1] = ""
     end

@@ -10,10 +10,14 @@
   instead finds no journal item (it answers 404 and drops its tombstone), the event is pending in
   the journal only, and the recovery sweep indexes it.
 
-  KEYS  K.due  K.leased  K.body  K.meta  K.stats  K.cancelled   (declared by name in scripts.ts)
+  KEYS  K.due  K.tenants  K.leased  K.body  K.meta  K.stats  K.cancelled   (declared by name in scripts.ts)
   ARGV[1] now (ms)   ARGV[2] dispatchUntil (ms)   ARGV[3] dispatch lease (ms)
   ARGV[4] near horizon + margin (ms), or "" to index every event
-  ARGV[5..] triples: member, runAt (ms), body
+  ARGV[5] pacing budget (see budgetRoom in claim.lua), 0 for none: an event due within the
+          look-ahead is claimed on the spot only while the shard has fewer than that many handed
+          out and unfinished in its window; beyond it, it waits in `due` for a claim, which takes
+          turns across tenants, so a flood of creates does not fill the queue ahead of other tenants
+  ARGV[6..] triples: member, runAt (ms), body
 
   Returns one code per event, in order:
     1 SCHEDULED   waiting in `due`
@@ -29,11 +33,30 @@ local now = tonumber(ARGV[1])
 local dispatchUntil = tonumber(ARGV[2])
 local leaseMs = tonumber(ARGV[3])
 local limit = nearLimit(now, ARGV[4])
+local budget = tonumber(ARGV[5]) or 0
+local edge = string.format("%d", now + leaseMs)
+-- Room left under the budget in the two windows of lease deadlines (due now; claimed ahead).
+local free = {}
+if budget > 0 then
+  free.now = budget - redis.call("ZCOUNT", K.leased, "-inf", edge)
+  free.ahead = budget - redis.call("ZCOUNT", K.leased, "(" .. edge, string.format("(%d", PARKED))
+end
+local function mayDispatch(runAt)
+  if budget <= 0 then
+    return true
+  end
+  local window = runAt <= now and "now" or "ahead"
+  if free[window] <= 0 then
+    return false
+  end
+  free[window] = free[window] - 1
+  return true
+end
 local codes = {}
 local due = {}
 local leased = {}
 
-for i = 5, #ARGV, 3 do
+for i = 6, #ARGV, 3 do
   local member, runAt, body = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
   if redis.call("HEXISTS", K.body, member) == 1 then
     -- Checked before the horizon: a leftover under a reused id is reported, far or near.
@@ -42,7 +65,7 @@ for i = 5, #ARGV, 3 do
     codes[#codes + 1] = CODE.TOMBSTONED
   elseif limit and runAt > limit then
     codes[#codes + 1] = CODE.FAR
-  elseif runAt <= dispatchUntil then
+  elseif runAt <= dispatchUntil and mayDispatch(runAt) then
     redis.call("HSET", K.body, member, body)
     writeMeta(K.meta, member, "dispatched", 0, 1, runAt)
     leased[#leased + 1] = math.max(runAt, now) + leaseMs
@@ -59,7 +82,7 @@ for i = 5, #ARGV, 3 do
 end
 
 if #due > 0 then
-  callInSlices("ZADD", K.due, due)
+  dueAddMany(due)
 end
 if #leased > 0 then
   callInSlices("ZADD", K.leased, leased)

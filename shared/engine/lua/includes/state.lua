@@ -4,6 +4,21 @@
 -- (mutable: "status|attempt|gen|runAt|version", the version optional). A scheduled event that was never claimed has no meta
 -- at all, which keeps the memory of a pending event to one sorted-set entry and one body field.
 
+-- The shard's key prefix (its hash tag), from any of its keys: everything before the last ":".
+local function shardTag(key)
+  return string.match(key, "^(.*):[^:]*$")
+end
+
+-- Runs a variadic command over a long list of arguments in slices, since Lua's unpack is bounded.
+local function callInSlices(command, key, args)
+  local slice = 1000
+  for i = 1, #args, slice do
+    redis.call(command, key, unpack(args, i, math.min(i + slice - 1, #args)))
+  end
+end
+
+-- @include due
+
 local KNOWN_STATUS = { scheduled = true, dispatched = true, running = true, retrying = true, dead = true }
 
 -- Returns status, attempt, gen, runAt, version. Times may be negative (an index written before
@@ -49,11 +64,6 @@ end
 -- zset by runAt, from which claim.lua releases it in due order. cancel, reschedule, forget and
 -- quarantine unpark it. Every held-back key lives under the shard's own hash tag.
 local PARKED = 8e15
-
--- The shard's key prefix (its hash tag), from any of its keys: everything before the last ":".
-local function shardTag(key)
-  return string.match(key, "^(.*):[^:]*$")
-end
 
 local function groupOf(member, body)
   return (string.match(member, "^([^/]*)/") or "") .. "|" .. (string.match(body, "^([^\n]*)") or "")
@@ -104,7 +114,7 @@ local function quarantine(k, member, reason)
   local meta = redis.call("HGET", k.meta, member) or ""
   unpark(shardTag(k.due), member, body)
   redis.call("HSET", k.quarantine, member, reason .. "\n" .. meta .. "\n" .. body)
-  redis.call("ZREM", k.due, member)
+  dueRem(member)
   redis.call("ZREM", k.leased, member)
   redis.call("HDEL", k.body, member)
   redis.call("HDEL", k.meta, member)
@@ -129,7 +139,10 @@ end
 -- Takes one entry out of the index: every sorted set the calling script has among due, leased
 -- and dead, its body and its meta; its count moves from `from` to `to` (false: only removed).
 local function dropEntry(member, body, from, to)
-  for _, set in ipairs({ K.due or false, K.leased or false, K.dead or false }) do
+  if K.due then
+    dueRem(member)
+  end
+  for _, set in ipairs({ K.leased or false, K.dead or false }) do
     if set then
       redis.call("ZREM", set, member)
     end
@@ -163,12 +176,3 @@ local function flushStats(statsKey)
   end
   statsDelta = {}
 end
-
--- Runs a variadic command over a long list of arguments in slices, since Lua's unpack is bounded.
-local function callInSlices(command, key, args)
-  local slice = 1000
-  for i = 1, #args, slice do
-    redis.call(command, key, unpack(args, i, math.min(i + slice - 1, #args)))
-  end
-end
-

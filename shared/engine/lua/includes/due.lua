@@ -1,0 +1,122 @@
+-- The shard's waiting events per tenant, for fair claims (docs/flow-control.md, "Fairness between
+-- tenants"). Inlined by state.lua; every write to `due` goes through these functions.
+--
+-- `due` (member → runAt) stays the shard's one list of waiting events: stats, inspect, the loader
+-- and the rebuild read it, and it is the judge of what is due. Beside it, each tenant has a window
+-- `{tag}:tdue:<tenant>` (id → runAt, the member without its "tenant/") of at most WINDOW of its
+-- waiting events, its earliest as far as they came in order, and `tenants` (tenant → the earliest
+-- runAt in its window) names the tenants with a window, so claim.lua takes turns across tenants
+-- without reading past another's backlog. A window that small stays a listpack, a few dozen bytes
+-- an entry, so the per-tenant index costs next to nothing beside `due` (a full copy would cost
+-- ~140 bytes an event). A tenant with no more than WINDOW waiting events has them all in its
+-- window; a larger one has the rest in `due` only, from where claims take them in due order once
+-- the windows are served, and claim.lua moves the head of `due` into the windows as it goes.
+--
+-- Invariants: every window entry is in `due` at the same runAt; a window never holds more than
+-- WINDOW; `tenants` scores each tenant by its window's earliest. Scripts that use these must
+-- declare K.due and K.tenants.
+local WINDOW = 128
+
+local function splitMember(member)
+  local slash = string.find(member, "/", 1, true)
+  if not slash then
+    return "", member
+  end
+  return string.sub(member, 1, slash - 1), string.sub(member, slash + 1)
+end
+
+local function tenantDueKey(tenant)
+  return shardTag(K.due) .. ":tdue:" .. tenant
+end
+
+-- Sets a tenant's score in `tenants` to its earliest waiting event, or takes it out when it has none.
+local function dueRefresh(tenant)
+  local first = redis.call("ZRANGE", tenantDueKey(tenant), 0, 0, "WITHSCORES")
+  if first[2] then
+    redis.call("ZADD", K.tenants, first[2], tenant)
+  else
+    redis.call("ZREM", K.tenants, tenant)
+  end
+end
+
+-- Puts a tenant's waiting events (`list`: runAt1, id1, ...) into its window: each goes in when it
+-- is there already (a move) or the window has room, else only ahead of the window's latest, which
+-- then leaves the window (`due` keeps it). Returns true when the window changed.
+local function windowAdd(tenant, list)
+  local key = tenantDueKey(tenant)
+  local size = redis.call("ZCARD", key)
+  local changed = false
+  for i = 1, #list, 2 do
+    local runAt, id = list[i], list[i + 1]
+    if size < WINDOW then
+      size = size + redis.call("ZADD", key, runAt, id)
+      changed = true
+    elseif redis.call("ZSCORE", key, id) then
+      redis.call("ZADD", key, runAt, id)
+      changed = true
+    else
+      local last = redis.call("ZRANGE", key, -1, -1, "WITHSCORES")
+      if tonumber(runAt) < tonumber(last[2]) then
+        -- Out first, then in, so the window never grows past WINDOW (and stays a listpack).
+        redis.call("ZREM", key, last[1])
+        redis.call("ZADD", key, runAt, id)
+        changed = true
+      end
+    end
+  end
+  return changed
+end
+
+-- Adds or moves waiting events: `entries` is ZADD's flat list, runAt1, member1, runAt2, member2, ...
+local function dueAddMany(entries)
+  if #entries == 0 then
+    return
+  end
+  callInSlices("ZADD", K.due, entries)
+  local groups = {}
+  for i = 1, #entries, 2 do
+    local tenant, id = splitMember(entries[i + 1])
+    local group = groups[tenant]
+    if not group then
+      group = {}
+      groups[tenant] = group
+    end
+    group[#group + 1] = entries[i]
+    group[#group + 1] = id
+  end
+  for tenant, group in pairs(groups) do
+    if windowAdd(tenant, group) then
+      dueRefresh(tenant)
+    end
+  end
+end
+
+-- Takes members out of `due` and out of their tenants' zsets (members not there are ignored).
+local function dueRemMany(members)
+  if #members == 0 then
+    return
+  end
+  callInSlices("ZREM", K.due, members)
+  local groups = {}
+  for _, member in ipairs(members) do
+    local tenant, id = splitMember(member)
+    local group = groups[tenant]
+    if not group then
+      group = {}
+      groups[tenant] = group
+    end
+    group[#group + 1] = id
+  end
+  for tenant, group in pairs(groups) do
+    callInSlices("ZREM", tenantDueKey(tenant), group)
+    dueRefresh(tenant)
+  end
+end
+
+local function dueAdd(member, runAt)
+  dueAddMany({ runAt, member })
+end
+
+local function dueRem(member)
+  dueRemMany({ member })
+end

@@ -1,0 +1,319 @@
+import { randomBytes } from "node:crypto";
+import fc from "fast-check";
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
+import { ScriptCode } from "../../shared/engine/codes.ts";
+import { memberOf, parseMember, tenantDueKey } from "../../shared/engine/keys.ts";
+import { createRedis } from "../../shared/engine/redis.ts";
+import { RedisIndex } from "../../shared/engine/redis-index.ts";
+import { runScript } from "../../shared/engine/scripts.ts";
+import type { DispatchMessage } from "../../shared/model/message.ts";
+
+/**
+ * Fair claims across tenants (issue 11, invariant 7; docs/flow-control.md, "Fairness between
+ * tenants"): each shard's waiting events are indexed per tenant beside `due`, and claims take turns
+ * across the tenants. Engine only (one shard of a RedisIndex), no timings.
+ */
+const redis = createRedis(process.env.HOURGLASS_REDIS_URL ?? "redis://127.0.0.1:6379", false);
+let prefix = "";
+let index: RedisIndex;
+const BODY = "test.t\n{}";
+
+beforeEach(async () => {
+  prefix = `td${randomBytes(3).toString("hex")}`;
+  index = new RedisIndex(redis, prefix, 1);
+  await index.setEpoch(0, "1");
+});
+afterAll(async () => {
+  const keys = await redis.keys("{td*");
+  if (keys.length > 0) await redis.del(...keys);
+  redis.disconnect();
+});
+
+async function scheduleDue(tenant: string, n: number, runAt: number) {
+  const entries = Array.from({ length: n }, (_, i) => ({
+    member: memberOf(tenant, `e${i}`),
+    runAt,
+    body: BODY,
+  }));
+  for (let i = 0; i < entries.length; i += 500)
+    await index.schedule(entries.slice(i, i + 500), Date.now(), 0, 60_000);
+}
+
+async function claim(limit: number, now = Date.now()) {
+  const result = await index.claim(0, now, now, limit, 60_000);
+  if (result.epochMissing) throw new Error("epoch missing");
+  return result;
+}
+
+/** A tenant's window of waiting events holds at most this many (includes/due.lua). */
+const WINDOW = 128;
+
+/**
+ * The per-tenant windows agree with `due`: every window entry is in `due` at the same time, no
+ * window holds more than WINDOW, `tenants` scores each tenant by its window's earliest, and a
+ * tenant listed in `complete` (one that never had more than WINDOW waiting) has all its entries there.
+ */
+async function expectAgreement(tenants: readonly string[], complete: readonly string[] = tenants) {
+  const k = index.keys(0);
+  const due = await redis.zrange(k.due, 0, -1, "WITHSCORES");
+  const expected = new Map<string, Record<string, number>>();
+  for (let i = 0; i < due.length; i += 2) {
+    const { tenant, id } = parseMember(due[i]!);
+    expected.set(tenant, { ...expected.get(tenant), [id]: Number(due[i + 1]) });
+  }
+  const earliest: Record<string, number> = {};
+  for (const tenant of tenants) {
+    const own = await redis.zrange(tenantDueKey(prefix, 0, tenant), 0, -1, "WITHSCORES");
+    const entries: Record<string, number> = {};
+    for (let i = 0; i < own.length; i += 2) entries[own[i]!] = Number(own[i + 1]);
+    expect(own.length / 2, tenant).toBeLessThanOrEqual(WINDOW);
+    const all = expected.get(tenant) ?? {};
+    for (const [id, runAt] of Object.entries(entries)) expect(all[id], `${tenant}/${id}`).toBe(runAt);
+    if (complete.includes(tenant)) expect(entries, tenant).toEqual(all);
+    if (own.length > 0) earliest[tenant] = Math.min(...Object.values(entries));
+  }
+  const listed = await redis.zrange(k.tenants, 0, -1, "WITHSCORES");
+  const scores: Record<string, number> = {};
+  for (let i = 0; i < listed.length; i += 2) scores[listed[i]!] = Number(listed[i + 1]);
+  expect(scores).toEqual(earliest);
+}
+
+describe("fair claims across tenants", () => {
+  it("a tenant with 100 due beside one with 1,000 due earlier gets all 100 in the first claim, interleaved", async () => {
+    const now = Date.now();
+    await scheduleDue("big", 1_000, now - 2_000);
+    await scheduleDue("small", 100, now - 1_000);
+    // The large tenant's window is full, small enough to stay a listpack; the rest is in `due` only.
+    const window = tenantDueKey(prefix, 0, "big");
+    expect(await redis.zcard(window)).toBe(WINDOW);
+    expect(await redis.call("OBJECT", "ENCODING", window)).toBe("listpack");
+    const first = await claim(200, now);
+    const tenants = first.claimed.map((c) => parseMember(c.member).tenant);
+    expect(tenants.filter((t) => t === "small")).toHaveLength(100);
+    expect(tenants.filter((t) => t === "big")).toHaveLength(100);
+    // One of each in turn, so the queue is interleaved too.
+    expect(tenants.slice(0, 4).sort()).toEqual(["big", "big", "small", "small"]);
+    await expectAgreement(["big", "small"], ["small"]);
+    // The rest of the big tenant's backlog follows, in its due order, and nothing is lost.
+    let rest = 0;
+    for (let c = await claim(300, now); c.claimed.length > 0; c = await claim(300, now))
+      rest += c.claimed.length;
+    expect(rest).toBe(900);
+    await expectAgreement(["big", "small"]);
+    expect(await redis.exists(index.keys(0).tenants)).toBe(0);
+  });
+
+  it("more tenants than the batch has room for: one each, the earliest first", async () => {
+    const now = Date.now();
+    for (let t = 0; t < 10; t++) await scheduleDue(`t${t}`, 5, now - 10_000 + t);
+    const first = await claim(4, now);
+    expect(first.claimed.map((c) => parseMember(c.member).tenant)).toEqual(["t0", "t1", "t2", "t3"]);
+  });
+
+  it("entries in `due` the per-tenant index lacks (an index from before it) are still claimed, and re-indexed from the head", async () => {
+    const now = Date.now();
+    const k = index.keys(0);
+    await scheduleDue("big", 200, now - 5_000);
+    // Written straight into `due` and the body, as an index from before the per-tenant one holds them.
+    for (let i = 0; i < 40; i++) {
+      await redis.zadd(k.due, now - 6_000, memberOf("old", `o${i}`));
+      await redis.hset(k.body, memberOf("old", `o${i}`), BODY);
+    }
+    const first = await claim(20, now);
+    expect(first.claimed).toHaveLength(20);
+    // The head (the old tenant's, due first) was indexed, so it had its turn beside the big one.
+    expect(first.claimed.filter((c) => c.member.startsWith("old/")).length).toBeGreaterThan(0);
+    let total = first.claimed.length;
+    for (let c = await claim(50, now); c.claimed.length > 0; c = await claim(50, now))
+      total += c.claimed.length;
+    expect(total).toBe(240);
+    await expectAgreement(["big", "old"]);
+  });
+
+  it("an entry the per-tenant index holds earlier than `due` is not claimed early, and the index is put right", async () => {
+    const now = Date.now();
+    const member = memberOf("drift", "d1");
+    await index.schedule([{ member, runAt: now + 60_000, body: BODY }], now, 0, 60_000);
+    await redis.zadd(tenantDueKey(prefix, 0, "drift"), now - 1_000, "d1");
+    await redis.zadd(index.keys(0).tenants, now - 1_000, "drift");
+    expect((await claim(10, now)).claimed).toEqual([]);
+    await expectAgreement(["drift"]);
+  });
+
+  it("pacing: with a budget, claims stop at that many handed out and unfinished, and events claimed ahead never hold back those due now", async () => {
+    const now = Date.now();
+    await scheduleDue("big", 50, now - 1_000);
+    const paced = async (until: number) => {
+      const result = await index.claim(0, Date.now(), until, 100, 60_000, [], 10);
+      if (result.epochMissing) throw new Error("epoch missing");
+      return result;
+    };
+    const first = await paced(Date.now());
+    expect(first.claimed).toHaveLength(10);
+    expect(first.paced).toBe(true);
+    expect((await paced(Date.now())).claimed).toHaveLength(0);
+    // Five start and finish: five more may go.
+    for (const message of first.claimed.slice(0, 5)) {
+      expect((await index.start(message, Date.now(), 60_000)).code).toBe(ScriptCode.OK);
+      expect((await index.ack(message)).code).toBe(ScriptCode.OK);
+    }
+    expect((await paced(Date.now())).claimed).toHaveLength(5);
+    await expectAgreement(["big"], []);
+  });
+
+  it("pacing: events claimed ahead of their time never hold back those due now", async () => {
+    await scheduleDue("later", 20, Date.now() + 20_000);
+    const claimPaced = async () => {
+      const result = await index.claim(0, Date.now(), Date.now() + 30_000, 100, 60_000, [], 10);
+      if (result.epochMissing) throw new Error("epoch missing");
+      return result;
+    };
+    const ahead = await claimPaced();
+    expect(ahead.claimed.map((c) => parseMember(c.member).tenant)).toEqual(Array(10).fill("later"));
+    await scheduleDue("now", 3, Date.now() - 1_000);
+    const due = await claimPaced();
+    expect(due.claimed.map((c) => parseMember(c.member).tenant)).toEqual(Array(3).fill("now"));
+    await expectAgreement(["later", "now"]);
+  });
+
+  it("pacing: creates due within the look-ahead go to the queue on the spot only within the budget; the rest wait for a fair claim", async () => {
+    const paced = new RedisIndex(redis, prefix, 1, 5);
+    const now = Date.now();
+    const entries = Array.from({ length: 8 }, (_, i) => ({
+      member: memberOf("flood", `f${i}`),
+      runAt: now - 1,
+      body: BODY,
+    }));
+    const codes = await paced.schedule(entries, now, now + 5_000, 60_000);
+    expect(codes.filter((c) => c === ScriptCode.DISPATCHED)).toHaveLength(5);
+    expect(codes.filter((c) => c === ScriptCode.SCHEDULED)).toHaveLength(3);
+    await expectAgreement(["flood"]);
+  });
+
+  it("property: the per-tenant windows agree with `due` after any sequence of schedule, reschedule, cancel, claim, start, retry, bury, revive, hold, forget, restore and evict", async () => {
+    const TENANTS = ["a", "b", "c"];
+    const member = fc.record({ tenant: fc.constantFrom(...TENANTS), id: fc.integer({ min: 0, max: 7 }) });
+    const at = fc.integer({ min: -5_000, max: 5_000 });
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant("schedule" as const), m: member, at, direct: fc.boolean() }),
+      fc.record({ kind: fc.constant("reschedule" as const), m: member, at, direct: fc.boolean() }),
+      fc.record({ kind: fc.constant("cancel" as const), m: member }),
+      fc.record({
+        kind: fc.constant("claim" as const),
+        limit: fc.integer({ min: 1, max: 6 }),
+        held: fc.option(
+          fc.record({ tenant: fc.constantFrom(...TENANTS), allowance: fc.integer({ min: 0, max: 2 }) }),
+        ),
+      }),
+      fc.record({ kind: fc.constant("start" as const), pick: fc.nat() }),
+      fc.record({ kind: fc.constant("retry" as const), pick: fc.nat(), at }),
+      fc.record({ kind: fc.constant("bury" as const), pick: fc.nat() }),
+      fc.record({ kind: fc.constant("revive" as const), m: member, at }),
+      fc.record({ kind: fc.constant("hold" as const), pick: fc.nat() }),
+      fc.record({ kind: fc.constant("forget" as const), m: member }),
+      fc.record({
+        kind: fc.constant("restore" as const),
+        m: member,
+        at,
+        status: fc.constantFrom("scheduled" as const, "retrying" as const, "dead" as const),
+        version: fc.integer({ min: 0, max: 3 }),
+      }),
+      fc.record({ kind: fc.constant("evict" as const), m: member }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 5, maxLength: 30 }), async (ops) => {
+        prefix = `td${randomBytes(3).toString("hex")}`;
+        index = new RedisIndex(redis, prefix, 1);
+        await index.setEpoch(0, "1");
+        const k = index.keys(0);
+        const dispatched: DispatchMessage[] = [];
+        const running: DispatchMessage[] = [];
+        const pick = (list: DispatchMessage[], i: number) => list.splice(i % list.length, 1)[0];
+        const name = (m: { tenant: string; id: number }) => memberOf(m.tenant, `e${m.id}`);
+        for (const o of ops) {
+          const now = Date.now();
+          switch (o.kind) {
+            case "schedule":
+              await index.schedule(
+                [{ member: name(o.m), runAt: now + o.at, body: BODY }],
+                now,
+                o.direct ? now : 0,
+                60_000,
+              );
+              break;
+            case "reschedule":
+              await index.reschedule(name(o.m), now + o.at, now, o.direct ? now : 0, 60_000);
+              break;
+            case "cancel":
+              await index.cancel(name(o.m), now);
+              break;
+            case "claim": {
+              const allowances = o.held
+                ? [{ group: `${o.held.tenant}|test.t`, allowance: o.held.allowance, reason: "rate" as const }]
+                : [];
+              const result = await index.claim(0, now, now + 1_000, o.limit, 60_000, allowances);
+              if (result.epochMissing) throw new Error("epoch missing");
+              for (const c of result.claimed) {
+                expect(c.runAt).toBeLessThanOrEqual(now + 1_000);
+                dispatched.push(c);
+              }
+              break;
+            }
+            case "start": {
+              const message = dispatched.length > 0 ? pick(dispatched, o.pick) : undefined;
+              if (message && (await index.start(message, now + 10_000, 60_000)).code === ScriptCode.OK)
+                running.push(message);
+              break;
+            }
+            case "retry": {
+              const message = running.length > 0 ? pick(running, o.pick) : undefined;
+              if (message) await index.retry(message, now + o.at);
+              break;
+            }
+            case "bury": {
+              const message = running.length > 0 ? pick(running, o.pick) : undefined;
+              if (message) await index.bury(message, now);
+              break;
+            }
+            case "revive":
+              await index.revive(name(o.m), now + o.at);
+              break;
+            case "hold": {
+              const message = dispatched.length > 0 ? pick(dispatched, o.pick) : undefined;
+              if (message) await index.hold([message], "rate", "dispatched");
+              break;
+            }
+            case "forget":
+              await index.forget(name(o.m), undefined);
+              break;
+            case "restore":
+              await index.restore(
+                [
+                  {
+                    member: name(o.m),
+                    runAt: now + o.at,
+                    body: BODY,
+                    attempt: 0,
+                    status: o.status,
+                    version: o.version,
+                  },
+                ],
+                now,
+              );
+              break;
+            case "evict": {
+              const meta = await redis.hget(k.meta, name(o.m));
+              const version = Number(meta?.split("|")[4] ?? 0);
+              await runScript(redis, "evict", k, [name(o.m), version, now, 1_000]);
+              break;
+            }
+          }
+          await expectAgreement(TENANTS);
+        }
+        const keys = await redis.keys(`{${prefix}:*`);
+        if (keys.length > 0) await redis.del(...keys);
+      }),
+      { numRuns: 40 },
+    );
+  }, 120_000);
+});
