@@ -10,6 +10,7 @@ import { type DispatchMessage, inlinePayload } from "../model/message.ts";
 import type { EventStatus } from "../model/status.ts";
 import { notify, notifyDispatched } from "../notifications/publish.ts";
 import { type EngineDeps, overlay, restoreEntryOf, viewFromIndex } from "./deps.ts";
+import { checkDirectSends, type DirectSend } from "./direct-send.ts";
 import {
   EventNotFoundError,
   EventStateConflictError,
@@ -185,12 +186,14 @@ export class EventService {
       entries.map((entry) => entry.runAt),
     );
     const codes = await index.schedule(entries, now, horizon, config.dispatchLeaseMs, nearMs);
+    // Journal items found changed by another call, by member: the create answers with them.
+    const settled = new Map<string, JournalItem>();
     if (journal) {
       // An entry under an id the journal has just created: the event's own (a racing reschedule
       // or restore wrote it) or an older event's leftover; the journal's current item decides.
       const stale = codes.flatMap((code, i) => (code === ScriptCode.EXISTS ? [i] : []));
       if (stale.length > 0) {
-        const settled = await settleExisting(
+        const outcomes = await settleExisting(
           this.deps,
           journal,
           stale.map((i) => entries[i]!.member),
@@ -198,27 +201,51 @@ export class EventService {
           nearMs,
         );
         stale.forEach((i, n) => {
-          codes[i] = settled[n]!;
+          const { code, moved } = outcomes[n]!;
+          codes[i] = code;
+          if (moved) settled.set(entries[i]!.member, moved);
         });
       }
     }
     for (const { event } of toIndex) this.deps.metrics?.created(event.tenant, event.type);
+    // Leased for a direct send: checked against the journal first, which may have moved on.
+    const direct = codes.flatMap((code, i) => (code === ScriptCode.DISPATCHED ? [i] : []));
+    const sends = new Map<number, DirectSend>();
+    if (journal && direct.length > 0) {
+      const checked = await checkDirectSends(
+        this.deps,
+        journal,
+        direct.map((i) => toIndex[i]!.event),
+        now,
+        horizon,
+      );
+      for (const [n, i] of direct.entries()) sends.set(i, checked[n]!);
+    }
     const dispatchNow: DispatchMessage[] = [];
     toIndex.forEach(({ event, position }, i) => {
       const member = memberOf(event.tenant, event.id);
-      if (codes[i] !== ScriptCode.EXISTS) notify(this.deps, "scheduled", { ...event, attempt: 0 });
-      if (codes[i] === ScriptCode.DISPATCHED) {
+      const check = sends.get(i);
+      const moved = check && check.send !== "as-created" ? check.item : settled.get(member);
+      if (moved) {
+        // The journal moved on meanwhile (a reschedule, a cancel, a run): answered as it stands.
+        if (PENDING_STATUSES.includes(moved.status))
+          notify(this.deps, "scheduled", { ...event, runAt: moved.runAt, attempt: moved.attempts });
+        results[position] = { ok: true, outcome: "created", event: viewOf(moved, config.retry.maxAttempts) };
+      } else if (codes[i] !== ScriptCode.EXISTS) notify(this.deps, "scheduled", { ...event, attempt: 0 });
+      if (codes[i] === ScriptCode.DISPATCHED && check?.send !== "no") {
         const payload = inlinePayload(JSON.stringify(event.payload));
+        const leased = check?.send === "synced" ? check : { gen: 1, runAt: event.runAt, attempt: 0 };
         dispatchNow.push({
           member,
           shard: index.shardOf(member),
-          gen: 1,
-          runAt: event.runAt,
-          attempt: 0,
+          gen: leased.gen,
+          runAt: leased.runAt,
+          attempt: leased.attempt,
           ...(payload !== undefined && { payload }),
         });
         notifyDispatched(this.deps, dispatchNow.slice(-1), event.type);
       }
+      if (moved) return;
       results[position] = {
         ok: true,
         outcome: "created",
