@@ -181,9 +181,12 @@ describe("chaos findings", () => {
         payload: {},
         runAt: new Date(Date.now() + 200).toISOString(),
       };
-      if (batch) await parts.service.scheduleBatch(tenant, [input, { ...input, id: "beside" }]);
-      else await parts.service.schedule(tenant, input);
+      const [created] = batch
+        ? await parts.service.scheduleBatch(tenant, [input, { ...input, id: "beside" }])
+        : [await parts.service.schedule(tenant, input)];
       expect(answered).toBe(later);
+      // The create answers 201 with the event as the journal has it, rescheduled, not its own time.
+      expect(created).toMatchObject({ outcome: "created", event: { runAt: later } });
       const live = await hg.index.inspect(`${tenant}/${id}`);
       // A far event leaves the index, for the loader to promote later.
       if (far) expect(live).toBeUndefined();
