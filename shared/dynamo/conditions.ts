@@ -72,3 +72,13 @@ export const and = (...conditions: readonly Condition[]): Condition => ({
 export const or = (...conditions: readonly Condition[]): Condition => ({
   render: (p) => `(${conditions.map((condition) => condition.render(p)).join(" OR ")})`,
 });
+
+/** The attribute (a set, a list or a string) contains `value`. */
+export const contains = (attribute: string, value: unknown): Condition => ({
+  render: (p) => `contains(${p.name(attribute)}, ${p.value(value)})`,
+});
+
+/** Parenthesised, so `not(and(a, b))` negates the whole of it. */
+export const not = (condition: Condition): Condition => ({
+  render: (p) => `(NOT ${condition.render(p)})`,
+});

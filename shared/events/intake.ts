@@ -7,6 +7,7 @@ import type { NewEvent, ScheduleResult } from "../model/event.ts";
 import { type DispatchMessage, withInlinePayload } from "../model/message.ts";
 import { notify, notifyDispatched } from "../notifications/publish.ts";
 import type { EngineDeps } from "./deps.ts";
+import { checkDirectSends, type DirectSend } from "./direct-send.ts";
 import { entryOf, restoreEntryOf } from "./entries.ts";
 import { IdempotencyConflictError } from "./errors.ts";
 import { nearMsOf } from "./horizon.ts";
@@ -56,12 +57,14 @@ export class EventIntake {
       entries.map((entry) => entry.runAt),
     );
     const codes = await index.schedule(entries, now, horizon, config.dispatchLeaseMs, nearMs);
+    // Journal items found changed by another call, by member: the create answers with them.
+    const settled = new Map<string, JournalItem>();
     if (journal) {
       // An entry under an id the journal has just created: the event's own (a racing reschedule
       // or restore wrote it) or an older event's leftover; the journal's current item decides.
       const stale = codes.flatMap((code, i) => (code === ScriptCode.EXISTS ? [i] : []));
       if (stale.length > 0) {
-        const settled = await settleExisting(
+        const outcomes = await settleExisting(
           this.deps,
           journal,
           stale.map((i) => entries[i]!.member),
@@ -69,11 +72,26 @@ export class EventIntake {
           nearMs,
         );
         stale.forEach((i, n) => {
-          codes[i] = settled[n]!;
+          const { code, moved } = outcomes[n]!;
+          codes[i] = code;
+          if (moved) settled.set(entries[i]!.member, moved);
         });
       }
     }
-    await this.announce(toIndex, codes, results, now);
+    // Leased for a direct send: checked against the journal first, which may have moved on.
+    const direct = codes.flatMap((code, i) => (code === ScriptCode.DISPATCHED ? [i] : []));
+    const sends = new Map<number, DirectSend>();
+    if (journal && direct.length > 0) {
+      const checked = await checkDirectSends(
+        this.deps,
+        journal,
+        direct.map((i) => toIndex[i]!.event),
+        now,
+        horizon,
+      );
+      for (const [n, i] of direct.entries()) sends.set(i, checked[n]!);
+    }
+    await this.announce(toIndex, codes, { settled, sends }, results, now);
     return results;
   }
 
@@ -120,6 +138,7 @@ export class EventIntake {
   private async announce(
     toIndex: readonly Accepted[],
     codes: readonly ScriptCode[],
+    checks: { settled: ReadonlyMap<string, JournalItem>; sends: ReadonlyMap<number, DirectSend> },
     results: BatchItemResult[],
     now: number,
   ): Promise<void> {
@@ -128,11 +147,28 @@ export class EventIntake {
     const dispatchNow: DispatchMessage[] = [];
     toIndex.forEach(({ event, position }, i) => {
       const member = memberOf(event.tenant, event.id);
-      if (codes[i] !== ScriptCode.EXISTS) notify(this.deps, "scheduled", { ...event, attempt: 0 });
-      if (codes[i] === ScriptCode.DISPATCHED) {
-        const message = { member, shard: index.shardOf(member), gen: 1, runAt: event.runAt, attempt: 0 };
+      const check = checks.sends.get(i);
+      const moved = check && check.send !== "as-created" ? check.item : checks.settled.get(member);
+      if (moved) {
+        // The journal moved on meanwhile (a reschedule, a cancel, a run): answered as it stands.
+        if (PENDING_STATUSES.includes(moved.status))
+          notify(this.deps, "scheduled", { ...event, runAt: moved.runAt, attempt: moved.attempts });
+      } else if (codes[i] !== ScriptCode.EXISTS) notify(this.deps, "scheduled", { ...event, attempt: 0 });
+      if (codes[i] === ScriptCode.DISPATCHED && check?.send !== "no") {
+        const leased = check?.send === "synced" ? check : { gen: 1, runAt: event.runAt, attempt: 0 };
+        const message = {
+          member,
+          shard: index.shardOf(member),
+          gen: leased.gen,
+          runAt: leased.runAt,
+          attempt: leased.attempt,
+        };
         dispatchNow.push(withInlinePayload(message, JSON.stringify(event.payload)));
         notifyDispatched(this.deps, [message], event.type);
+      }
+      if (moved) {
+        results[position] = { ok: true, outcome: "created", event: viewOf(moved, config.retry.maxAttempts) };
+        return;
       }
       results[position] = {
         ok: true,

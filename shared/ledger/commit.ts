@@ -18,7 +18,9 @@ import { counterKey } from "./keys.ts";
  * strongly consistent read of each SKU's counter per transaction, no extra write (`seq` lives on
  * the counter the transaction updates anyway). A refusal because another writer moved `seq` in
  * between carries the counter as it stands (ALL_OLD): the transaction is built again with that
- * number and sent again, within the toolkit's conflict retries, without a second read.
+ * number and sent again, without a second read, within retries of its own (a burst of writers on
+ * one SKU each lose a round to every one that commits before them); a conflict, which carries no
+ * counter, reads the sequences again before its retry.
  */
 export class LedgerWrites {
   constructor(
@@ -34,14 +36,18 @@ export class LedgerWrites {
    * DynamoDB gave it, for the caller to read with `transactionRefusals`.
    */
   async commit(tenant: string, head: TransactItems, writes: readonly SkuWrite[]): Promise<void> {
-    const seqs = await this.sequences(
-      tenant,
-      writes.map((write) => write.sku),
-    );
+    const skus = writes.map((write) => write.sku);
+    const seqs = await this.sequences(tenant, skus);
     await transact(
       this.doc,
       () => [...head, ...writes.flatMap((write) => this.items.skuItems(tenant, write, seqs.get(write.sku)!))],
-      { retryRefused: (error) => moved(error, head.length, writes, seqs) },
+      {
+        retryRefused: (error) => moved(error, head.length, writes, seqs),
+        // A conflict carries no counter: read the sequences again, or the retry is refused as stale.
+        refresh: async () => {
+          for (const [sku, seq] of await this.sequences(tenant, skus)) seqs.set(sku, seq);
+        },
+      },
     );
   }
 

@@ -81,6 +81,8 @@ export interface Reservation {
    * that attempt's write can no longer commit; it holds nothing and reads as no reservation.
    */
   readonly neverHeld?: true;
+  /** On a void: every attempt (expiry event id) an expiry voided; it only grows (unwritten-hold.ts). */
+  readonly voided?: ReadonlySet<string>;
 }
 
 export interface ReconcileReport {

@@ -18,7 +18,7 @@ import { GroupCommit } from "./group-commit.ts";
 import { type LedgerItems, mergeItems, readReservation, type SkuWrite } from "./items.ts";
 import { reservationKey } from "./keys.ts";
 import { holdInput, MAX_HOLD_ITEMS, type Reservation, type ReservationStatus } from "./model.ts";
-import { voidUnwrittenHold } from "./unwritten-hold.ts";
+import { voids, voidUnwrittenHold } from "./unwritten-hold.ts";
 
 /** Schedules and cancels the event that releases a hold when it expires (the engine's job). */
 export interface ExpiryScheduler {
@@ -240,11 +240,10 @@ export class ReservationService {
     const current = await this.findReservation(tenant, id).catch(() => {
       throw error;
     });
-    if (current?.expiryEventId === expiryEventId) {
-      // This attempt's expiry ran before its write could land, and voided it: nothing is held.
-      if (current.neverHeld) throw new ReservationStateError(id, "expired", "hold");
+    // This attempt's expiry ran before its write could land, and voided it: nothing is held.
+    if (voids(current, expiryEventId)) throw new ReservationStateError(id, "expired", "hold");
+    if (current?.expiryEventId === expiryEventId && !current.neverHeld)
       return { reservation: current, created: true };
-    }
     // No reservation under this id, or another request's: this request's expiry has nothing to release.
     await this.cancelExpiry(tenant, expiryEventId);
     // Another request with the same id won the race: answer as for a repeat.
@@ -310,7 +309,7 @@ export class ReservationService {
   /** Called by the `reservation.expire` event: releases the hold it was scheduled for, if still held. */
   async expire(tenant: string, id: string, expiryEventId: string): Promise<"released" | "nothing to do"> {
     let reservation = await this.findReservation(tenant, id);
-    if (!reservation || (reservation.neverHeld && reservation.expiryEventId !== expiryEventId)) {
+    if (!reservation || (reservation.neverHeld && !voids(reservation, expiryEventId))) {
       // Its hold may not be written yet (it is scheduled first): void that write, unless it landed.
       if (await voidUnwrittenHold(this.doc, this.table, tenant, id, expiryEventId, this.clock()))
         return "nothing to do";

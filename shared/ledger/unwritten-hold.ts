@@ -1,7 +1,16 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { PutCommand } from "@aws-sdk/lib-dynamodb";
-import { and, type Condition, equals, notEquals, notExists, or } from "../dynamo/conditions.ts";
-import { onlyIf } from "../dynamo/expression.ts";
+import { UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import {
+  and,
+  type Condition,
+  contains,
+  equals,
+  not,
+  notEquals,
+  notExists,
+  or,
+} from "../dynamo/conditions.ts";
+import { update } from "../dynamo/expression.ts";
 import { onConditionFailed } from "../dynamo/failures.ts";
 import { reservationKey } from "./keys.ts";
 import type { Reservation } from "./model.ts";
@@ -14,25 +23,43 @@ import type { Reservation } from "./model.ts";
  * first, find no reservation, and end; the hold written next was then held for good
  * (docs/reliability.md, finding 8).
  *
- * So an expiry that finds no hold of its own does not just end: it puts a void under the
- * reservation's key, naming its attempt (the expiry event's id), with the same condition as the
- * hold's own put. DynamoDB orders the two writes: either the hold committed first (the void is
- * refused, and the expiry releases the hold), or the void did (the hold's put is refused, and the
- * hold answers that it expired before it could be written). A void names one attempt only: a
- * later request with the same id may write over it, and its own expiry voids it again if needed.
+ * So an expiry that finds no hold of its own does not just end: it leaves a void under the
+ * reservation's key and adds its attempt (the expiry event's id) to the void's `voided` set, with
+ * a condition the hold's own put mirrors. DynamoDB orders the two writes: either the hold committed
+ * first (the void is refused, and the expiry releases the hold), or the void did (the hold's put
+ * is refused, and the hold answers that it expired before it could be written).
+ *
+ * The set only grows while the item is a void, so every attempt voided stays voided: another
+ * attempt's void (a client's retry of the same id whose expiry also ran first, or whose shortage
+ * left its expiry uncancelled) adds its own id and cannot re-open the first one's write. A later
+ * attempt, never voided, still writes over the void. A set on the item, not an item per attempt:
+ * the hold's put checks it in its own condition, at no extra write in its transaction.
  */
 
-/** The item is a void left by the expiry of another attempt than `expiryEventId`'s. */
-export function voidOfAnotherAttempt(expiryEventId: string): Condition {
-  return and(equals("neverHeld", true), notEquals("expiryEventId", expiryEventId));
+/**
+ * The item is a void, and `expiryEventId`'s attempt is not among those it voided. (A void written
+ * before `voided` existed names its one attempt in `expiryEventId`; a void now names its last.)
+ */
+function voidOfOtherAttempts(expiryEventId: string): Condition {
+  return and(
+    equals("neverHeld", true),
+    not(contains("voided", expiryEventId)),
+    notEquals("expiryEventId", expiryEventId),
+  );
 }
 
-/** The condition of a hold's reservation put, and of a void: nothing there but other attempts' voids. */
+/** The condition of a hold's reservation put: nothing there, or a void of other attempts only. */
 export function reservationFree(expiryEventId: string): Condition {
-  return or(notExists("pk"), voidOfAnotherAttempt(expiryEventId));
+  return or(notExists("pk"), voidOfOtherAttempts(expiryEventId));
 }
 
-/** Voids the attempt of `expiryEventId` unless its hold is written. True when voided. */
+/** Whether `reservation` is a void that names `expiryEventId`'s attempt. */
+export function voids(reservation: Reservation | undefined, expiryEventId: string): boolean {
+  if (reservation?.neverHeld !== true) return false;
+  return reservation.voided?.has(expiryEventId) === true || reservation.expiryEventId === expiryEventId;
+}
+
+/** Voids the attempt of `expiryEventId` unless a hold is written. True when voided (or already). */
 export async function voidUnwrittenHold(
   doc: DynamoDBDocumentClient,
   table: string,
@@ -41,25 +68,29 @@ export async function voidUnwrittenHold(
   expiryEventId: string,
   now: number,
 ): Promise<boolean> {
-  const item: Reservation = {
-    id,
-    status: "expired",
-    items: [],
-    expiresAt: now,
-    createdAt: now,
-    updatedAt: now,
-    expiryEventId,
-    neverHeld: true,
-  };
-  const put = doc.send(
-    new PutCommand({
+  const write = doc.send(
+    new UpdateCommand({
       TableName: table,
-      Item: { pk: reservationKey(tenant, id), sk: "reservation", ...item },
-      ...onlyIf(reservationFree(expiryEventId)),
+      Key: { pk: reservationKey(tenant, id), sk: "reservation" },
+      ...update({
+        set: {
+          id,
+          status: "expired",
+          items: [],
+          expiresAt: now,
+          createdAt: now,
+          updatedAt: now,
+          // The last attempt voided; `voided` holds them all.
+          expiryEventId,
+          neverHeld: true,
+        },
+        add: { voided: new Set([expiryEventId]) },
+        if: or(notExists("pk"), equals("neverHeld", true)),
+      }),
     }),
   );
   return onConditionFailed(
-    put.then(() => true),
+    write.then(() => true),
     () => false,
   );
 }

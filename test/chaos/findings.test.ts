@@ -150,11 +150,21 @@ describe("chaos findings", () => {
   // that entry (EXISTS) and its "stale entry under a reused id" branch replaced it with the
   // create's own runAt, due within the look-ahead, so the create sent it straight to the queue.
   // Here the whole reschedule runs after the create's journal write and before its index write.
-  for (const batch of [false, true]) {
-    it(`a reschedule between a ${batch ? "batch " : ""}create's two writes is not undone by it`, async () => {
-      const tenant = `chaos-reschedule-race${batch ? "-batch" : ""}`;
+  // To a far time (beyond the near horizon) the reschedule's restore writes nothing, so the create
+  // finds no entry at all and dispatched it at once, ~2 h early: the create reads the journal
+  // before any direct send of an event whose id a client chose (the same holds when a FLUSHALL,
+  // or the racing reschedule's own run, took the entry out before the create's index write).
+  for (const [batch, far, lost] of [
+    [false, false, false],
+    [true, false, false],
+    [false, true, false],
+    [true, true, false],
+    [false, false, true],
+  ] as const) {
+    it(`a reschedule${far ? " to a far time" : ""}${lost ? " whose entry is then lost" : ""} between a ${batch ? "batch " : ""}create's two writes is not undone by it`, async () => {
+      const tenant = `chaos-reschedule-race${batch ? "-batch" : ""}${far ? "-far" : ""}${lost ? "-lost" : ""}`;
       const id = batch ? "moved-in-batch" : "moved";
-      const later = Date.now() + 60_000;
+      const later = Date.now() + (far ? 2 * 3_600_000 : 60_000);
       let answered: number | undefined;
       const { messages, transport } = captured();
       const parts = engine(hg, {
@@ -163,6 +173,9 @@ describe("chaos findings", () => {
           const created = await original(...args);
           const view = await hg.events.reschedule(tenant, id, { runAt: new Date(later).toISOString() });
           answered = view.runAt;
+          // The near entry the reschedule restored is lost before the create's index write, as a
+          // FLUSHALL (or the rescheduled event's own run, acked away) would take it.
+          if (lost) await hg.index.forget(`${tenant}/${id}`, undefined);
           return created;
         }),
       });
@@ -172,16 +185,75 @@ describe("chaos findings", () => {
         payload: {},
         runAt: new Date(Date.now() + 200).toISOString(),
       };
-      if (batch) await parts.service.scheduleBatch(tenant, [input, { ...input, id: "beside" }]);
-      else await parts.service.schedule(tenant, input);
+      const [created] = batch
+        ? await parts.service.scheduleBatch(tenant, [input, { ...input, id: "beside" }])
+        : [await parts.service.schedule(tenant, input)];
       expect(answered).toBe(later);
-      expect((await hg.index.inspect(`${tenant}/${id}`))?.runAt).toBe(later);
+      // The create answers 201 with the event as the journal has it, rescheduled, not its own time.
+      expect(created).toMatchObject({ outcome: "created", event: { runAt: later } });
+      const live = await hg.index.inspect(`${tenant}/${id}`);
+      // A far event leaves the index, for the loader to promote later.
+      if (far) expect(live).toBeUndefined();
+      else expect(live?.runAt).toBe(later);
       await parts.dispatcher.tick(1_000);
       for (const message of messages.splice(0)) await parts.worker.process(message);
       expect(rec.runsOf(id)).toHaveLength(0);
       expect((await hg.events.get(tenant, id)).runAt).toBe(later);
     });
   }
+
+  // Review of finding 6: the index is written before the journal, so it may be ahead. R1 runs
+  // whole between the create's two writes (journal and index at v1/T1); R2 moves the index to
+  // v2/T2 and stalls before its journal write; the create then finds the entry (EXISTS) and its
+  // settle read the journal at v1: a mismatch, so it restored v1/T1, and the dispatcher, whose
+  // journal check still read v1, ran it at T1 while R2 answered 200 with T2.
+  it("a create's settle does not undo a reschedule whose index write is ahead of its journal write", async () => {
+    const tenant = "chaos-reschedule-index-ahead";
+    const id = "ahead";
+    const soon = Date.now() + 300;
+    const later = Date.now() + 60_000;
+    let release!: () => void;
+    const gate = new Promise<void>((done) => {
+      release = done;
+    });
+    let reached!: () => void;
+    const atJournal = new Promise<void>((done) => {
+      reached = done;
+    });
+    const stalled = engine(hg, {
+      journal: intercept(hg.journal!, "reschedule", async (original, ...args) => {
+        reached();
+        await gate;
+        return original(...args);
+      }),
+    });
+    let second: Promise<{ runAt: number }> | undefined;
+    const { messages, transport } = captured();
+    const parts = engine(hg, {
+      transport,
+      journal: intercept(hg.journal!, "create", async (original, ...args) => {
+        const created = await original(...args);
+        await hg.events.reschedule(tenant, id, { runAt: new Date(soon).toISOString() });
+        second = stalled.service.reschedule(tenant, id, { runAt: new Date(later).toISOString() });
+        await atJournal;
+        return created;
+      }),
+    });
+    await parts.service.schedule(tenant, {
+      id,
+      type: "test.record",
+      payload: {},
+      runAt: new Date(Date.now() + 200).toISOString(),
+    });
+    await new Promise((done) => setTimeout(done, Math.max(0, soon - Date.now())));
+    await parts.dispatcher.tick(1_000);
+    for (const message of messages.splice(0)) await parts.worker.process(message);
+    release();
+    expect((await second)?.runAt).toBe(later);
+    expect(rec.runsOf(id)).toHaveLength(0);
+    expect((await hg.index.inspect(`${tenant}/${id}`))?.runAt).toBe(later);
+    expect((await hg.journal!.get(tenant, id))?.runAt).toBe(later);
+  });
 
   // The other order of the same race: the reschedule finds no index entry, then the create indexes
   // its event (due within the look-ahead, so leased and sent at once), then the reschedule moves

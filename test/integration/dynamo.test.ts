@@ -229,8 +229,15 @@ describe("transact", () => {
       if (faults-- > 0) throw conflict();
     });
     const builds = { count: 0 };
-    await transact(faulty, counterAndEntry("conflicted", builds));
+    let refreshed = 0;
+    await transact(faulty, counterAndEntry("conflicted", builds), {
+      refresh: async () => {
+        refreshed++;
+      },
+    });
     expect(builds.count).toBe(3);
+    // What the build reads is read again before each conflict's retry.
+    expect(refreshed).toBe(2);
     expect(await read("conflicted", "counter")).toMatchObject({ n: 1 });
     // The entry is the one built for the attempt that committed, not the first attempt's.
     expect((await entries("conflicted-entries")).map((item) => item.sk)).toEqual(["attempt-3"]);
@@ -273,6 +280,28 @@ describe("transact", () => {
     );
     expect(once.count).toBe(1);
     expect(await read("endless", "counter")).toBeUndefined();
+  });
+
+  it("retries refusals called stale beyond the conflicts' eight, within a budget of their own", async () => {
+    const stale = watched(/^TransactWriteItems/, () => {
+      throw new TransactionCanceledException({
+        message: "Transaction cancelled [ConditionalCheckFailed]",
+        $metadata: {},
+        CancellationReasons: [{ Code: "ConditionalCheckFailed" }],
+      });
+    });
+    const builds = { count: 0 };
+    let asked = 0;
+    await expect(
+      transact(stale, counterAndEntry("stale-budget", builds), {
+        retryRefused: () => {
+          asked++;
+          return true;
+        },
+      }),
+    ).rejects.toBeInstanceOf(TransactionCanceledException);
+    expect(builds.count).toBe(65);
+    expect(asked).toBe(65);
   });
 
   it("sends again a refusal that retryRefused calls stale, built with what the refusal said", async () => {

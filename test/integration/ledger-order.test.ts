@@ -179,6 +179,34 @@ describe("the ledger's order is the commit order", () => {
     );
   }, 120_000);
 
+  // Review of finding 7: a refusal for a moved sequence shared the 8 conflict retries, and every
+  // concurrent writer that read the same seq loses a round to the one that commits: a burst of
+  // expiry releases on one hot SKU ran out and answered 503. Each one must commit.
+  it("commits every one of a burst of concurrent releases and confirms on one SKU", async () => {
+    const tenant = fresh();
+    const ledger = new StockLedger(createDynamoClient(), hg.config.tables.ledger, noExpiry, {
+      snapshotEvery: 1_000,
+    });
+    const burst = 40;
+    await ledger.receive(tenant, "hot", { quantity: burst });
+    const ids = Array.from({ length: burst }, (_, i) => `r-${i}`);
+    for (const id of ids)
+      await ledger.hold(tenant, { id, items: [{ sku: "hot", quantity: 1 }], holdSeconds: 600 });
+    const outcomes = await Promise.allSettled(
+      ids.map((id, i) => (i % 2 === 0 ? ledger.release(tenant, id, "expired") : ledger.confirm(tenant, id))),
+    );
+    expect(outcomes.filter((outcome) => outcome.status === "rejected")).toEqual([]);
+    const stock = await ledger.stock(tenant, "hot");
+    expect({ held: stock.held, available: stock.available, sold: stock.sold }).toEqual({
+      held: 0,
+      available: burst / 2,
+      sold: burst / 2,
+    });
+    expect((await walk(ledger, tenant, "hot", 100)).map((entry) => entry.seq)).toEqual(
+      Array.from({ length: 1 + 2 * burst }, (_, i) => i + 1),
+    );
+  });
+
   it("reads, extends and reconciles a SKU written before the ledger was numbered: its older entries first", async () => {
     const tenant = fresh();
     const doc = DynamoDBDocumentClient.from(createDynamoClient());

@@ -204,6 +204,58 @@ describe("expiry through the engine", () => {
     expect((await ledger.stock(tenant, "lamp")).held).toBe(2);
   });
 
+  // Review of chaos finding 8: a void named one attempt, so another attempt's void (a retry of the
+  // same id whose expiry also ran first, or whose shortage left its expiry uncancelled) wrote over
+  // it, and the first attempt's write landed after its expiry had finished: held for good.
+  it("a hold whose own expiry voided it stays unwritten after another attempt's void, and a redelivered expiry is harmless", async () => {
+    const tenant = fresh();
+    await ledger.receive(tenant, "bulb", { quantity: 5 });
+    type Writer = (
+      tenant: string,
+      reservation: { expiryEventId: string },
+      ...rest: unknown[]
+    ) => Promise<unknown>;
+    const reservations = (ledger as unknown as { reservations: Record<string, unknown> }).reservations;
+    const write = (reservations.writeHold as Writer).bind(reservations);
+    const expire = (reservations.expire as (t: string, id: string, e: string) => Promise<string>).bind(
+      reservations,
+    );
+    let first = "";
+    reservations.writeHold = async (
+      t: string,
+      reservation: { expiryEventId: string },
+      ...rest: unknown[]
+    ) => {
+      first = reservation.expiryEventId;
+      // This attempt's expiry runs first, then another attempt's (request B, the client's retry).
+      expect(await expire(t, "cart", first)).toBe("nothing to do");
+      expect(await expire(t, "cart", "hold-expire:attempt-b")).toBe("nothing to do");
+      return write(t, reservation, ...rest);
+    };
+    try {
+      await expect(
+        ledger.hold(tenant, { id: "cart", items: [{ sku: "bulb", quantity: 2 }], holdSeconds: 600 }),
+      ).rejects.toBeInstanceOf(ReservationStateError);
+    } finally {
+      reservations.writeHold = write;
+    }
+    expect((await ledger.stock(tenant, "bulb")).held).toBe(0);
+    // Redelivered after it wrote its void: still nothing to do, and nothing held.
+    expect(await expire(tenant, "cart", first)).toBe("nothing to do");
+    expect((await ledger.stock(tenant, "bulb")).held).toBe(0);
+    // A later attempt under the same id holds, and its own expiry releases it.
+    const again = await ledger.hold(tenant, {
+      id: "cart",
+      items: [{ sku: "bulb", quantity: 2 }],
+      holdSeconds: 600,
+    });
+    expect(again.created).toBe(true);
+    expect(await expire(tenant, "cart", first)).toBe("nothing to do");
+    expect((await ledger.stock(tenant, "bulb")).held).toBe(2);
+    expect(await expire(tenant, "cart", again.reservation.expiryEventId)).toBe("released");
+    expect((await ledger.stock(tenant, "bulb")).held).toBe(0);
+  });
+
   it("cancels the expiry event of a hold the ledger refused for short stock, which never existed", async () => {
     const tenant = fresh();
     // Without Redis admission, so the refusal comes from the ledger's transaction.

@@ -3,10 +3,12 @@ import {
   and,
   atLeast,
   atMost,
+  contains,
   equals,
   exists,
   greaterThan,
   lessThan,
+  not,
   notExists,
   oneOf,
   or,
@@ -126,6 +128,14 @@ describe("conditions", () => {
     );
     // A condition is rendered per request: the same one in two requests starts from :v0 in each.
     expect(onlyIf(pending).ConditionExpression).toBe("#status IN (:v0, :v1)");
+  });
+
+  it("renders contains, and parenthesises NOT so it negates the whole condition", () => {
+    const parts = onlyIf(and(equals("neverHeld", true), not(and(contains("voided", "e"), exists("pk")))));
+    expect(parts.ConditionExpression).toBe(
+      "#neverHeld = :v0 AND (NOT contains(#voided, :v1) AND attribute_exists(#pk))",
+    );
+    expect(parts.ExpressionAttributeValues).toEqual({ ":v0": true, ":v1": "e" });
   });
 
   it("builds a condition with names only for a Put", () => {
