@@ -237,6 +237,7 @@ const report = {
   window: {
     ms: windowMs,
     nodeCpuCores: Number(((cpu.user + cpu.system) / 1000 / windowMs).toFixed(2)),
+    nodeCpuMsPerEvent: Number(((cpu.user + cpu.system) / 1000 / n).toFixed(2)),
     dynamoLocalCpuCores:
       javaBefore !== undefined && javaAfter !== undefined
         ? Number(((javaAfter - javaBefore) / windowMs).toFixed(2))

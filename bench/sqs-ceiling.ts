@@ -39,7 +39,7 @@ const endpoint = `http://127.0.0.1:${port}`;
 
 let stop: () => Promise<void>;
 if (values.where === "child") {
-  const child = spawn(process.execPath, ["scripts/chaos/fauxqs-server.mjs", String(port)], {
+  const child = spawn(process.execPath, ["shared/local/fauxqs-server.mjs", String(port)], {
     stdio: "ignore",
   });
   stop = async () => {
