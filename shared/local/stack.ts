@@ -162,7 +162,7 @@ const FAUXQS_SERVER = fileURLToPath(new URL("./fauxqs-server.mjs", import.meta.u
 /**
  * Runs a stand-in so that it ends with this process, however this process ends:
  * - In its own process group (`detached`), so the terminal's Ctrl-C, which signals the whole
- *   foreground group, does not kill Redis or DynamoDB Local under the clients still using them;
+ *   foreground group, does not kill Redis, DynamoDB Local or fauxqs under the clients still using them;
  *   `stop()` ends them after the clients, in order.
  * - Behind a small `sh` guard that holds the read end of a pipe from this process and ends the
  *   server when the pipe closes. The kernel closes it when this process exits for any reason,
