@@ -1,10 +1,12 @@
+import { fork } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { loadavg } from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { startRuntime } from "../shared/local/runtime.ts";
-import { benchHourglass, enqueueBatch } from "./hourglass.ts";
+import { benchHourglass, enqueueBatch, type Sample } from "./hourglass.ts";
 import { startBenchStack } from "./stack.ts";
 import { lateness, payloadOf, percentile, sleep, until } from "./stats.ts";
 
@@ -24,6 +26,8 @@ const { values } = parseArgs({
     fauxqs: { type: "string", default: "child" },
     /** Journal this many events due a day ahead first, in another instance, as `npm run bench`'s enqueue row does. */
     preload: { type: "string", default: "0" },
+    /** Extra worker processes on the same queue (`bench/consumer.ts`), as Lambda scales out. */
+    consumers: { type: "string", default: "0" },
     /** Writes a V8 CPU profile of this process over the burst window to this file. */
     profile: { type: "string" },
   },
@@ -50,7 +54,7 @@ if (Number(values.preload) > 0) {
   await enqueueBatch(first.hourglass, Number(values.preload), 100, 500, 86_400_000);
   await first.hourglass.close();
 }
-const { hourglass, samples } = await benchHourglass("full", redisServer.url);
+const { hourglass, samples, name } = await benchHourglass("full", redisServer.url);
 const middleware =
   (service: string) =>
   (next: (args: unknown) => Promise<{ output?: unknown }>, context: { commandName?: string }) =>
@@ -86,6 +90,21 @@ for (const [service, client] of [
 
 // Enqueue first (not measured here), with the same lead rule as bench/run.ts.
 const runtime = startRuntime(hourglass, { pollers, maxInFlight: n });
+const consumers = await Promise.all(
+  Array.from({ length: Number(values.consumers) }, async () => {
+    const child = fork(fileURLToPath(new URL("./consumer.ts", import.meta.url)), [
+      redisServer.url,
+      name,
+      String(pollers),
+      String(n),
+    ]);
+    child.on("message", (message: { samples?: Sample[] }) => {
+      if (message.samples) samples.push(...message.samples);
+    });
+    await new Promise((ready) => child.once("message", ready));
+    return child;
+  }),
+);
 const payload = payloadOf(100);
 const enqueueStarted = Date.now();
 const probeDue = Date.now() + 3_600_000;
@@ -133,7 +152,16 @@ const windowStart = Date.now();
 const complete = await until(() => samples.length >= n, 180_000);
 const lastStart = Date.now();
 // The trailing writes: until every success is in the journal and every message deleted.
-await until(() => count("dynamodb:UpdateItem") >= n && count("sqs:DeleteMessageBatch") >= n, 180_000);
+// (With other consumers, this process sees only its own share of the calls: their stop drains theirs.)
+if (consumers.length === 0)
+  await until(() => count("dynamodb:UpdateItem") >= n && count("sqs:DeleteMessageBatch") >= n, 180_000);
+await Promise.all(
+  consumers.map(async (child) => {
+    const stopped = new Promise((done) => child.on("message", (m) => m === "stopped" && done(m)));
+    child.send("stop");
+    await stopped;
+  }),
+);
 const windowMs = Date.now() - windowStart;
 const cpu = process.cpuUsage(cpuBefore);
 const javaAfter = javaCpuMs();
@@ -193,6 +221,7 @@ const report = {
   loadAverageAtStart,
   redisHz: bench.hz,
   fauxqs,
+  consumers: consumers.length,
   n,
   pollers,
   complete,
