@@ -1,10 +1,13 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { fork } from "node:child_process";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+import { loadavg } from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { startRuntime } from "../shared/local/runtime.ts";
-import { startLocalStack, useLocalEndpoints } from "../shared/local/stack.ts";
-import { startRedisServer } from "../test/support/redis-servers.ts";
-import { benchHourglass } from "./hourglass.ts";
+import { benchHourglass, enqueueBatch, type Sample } from "./hourglass.ts";
+import { startBenchStack } from "./stack.ts";
 import { lateness, payloadOf, percentile, sleep, until } from "./stats.ts";
 
 /**
@@ -14,19 +17,30 @@ import { lateness, payloadOf, percentile, sleep, until } from "./stats.ts";
  * the worker hook timestamps every start. All times are relative to the instant the burst is due.
  */
 const { values } = parseArgs({
-  options: { n: { type: "string", default: "20000" }, pollers: { type: "string", default: "16" } },
+  options: {
+    n: { type: "string", default: "20000" },
+    pollers: { type: "string", default: "16" },
+    /** Lead time from the start of the enqueue to the due time (default: from a probe's enqueue rate). */
+    lead: { type: "string" },
+    /** `child` (as `npm start` runs it) or `process` (fauxqs in this process, the layout before). */
+    fauxqs: { type: "string", default: "child" },
+    /** Journal this many events due a day ahead first, in another instance, as `npm run bench`'s enqueue row does. */
+    preload: { type: "string", default: "0" },
+    /** Extra worker processes on the same queue (`bench/consumer.ts`), as Lambda scales out. */
+    consumers: { type: "string", default: "0" },
+    /** Writes a V8 CPU profile of this process over the burst window to this file. */
+    profile: { type: "string" },
+  },
 });
 const n = Number(values.n);
 /** Long polls in flight; 16 is what `npm run bench` uses. */
 const pollers = Number(values.pollers);
 
-const redisServer = await startRedisServer();
-const stack = await startLocalStack({
-  redisUrl: redisServer.url,
-  dataDir: ".hourglass/bench",
-  persist: false,
-});
-useLocalEndpoints(stack);
+const loadAverageAtStart = loadavg().map((l) => Number(l.toFixed(1)));
+const fauxqs = values.fauxqs === "process" ? "process" : "child";
+const bench = await startBenchStack({ fauxqs });
+const { redisServer } = bench;
+const dynamoPort = new URL(bench.stack.dynamoEndpoint).port;
 
 /** Timestamps of completed calls, each with the number of messages or items it carried. */
 const calls: Record<string, { at: number; items: number }[]> = {};
@@ -35,7 +49,12 @@ const record = (name: string, items: number) => {
   calls[name].push({ at: Date.now(), items });
 };
 
-const { hourglass, samples } = await benchHourglass("full", redisServer.url);
+if (Number(values.preload) > 0) {
+  const first = await benchHourglass("full", redisServer.url);
+  await enqueueBatch(first.hourglass, Number(values.preload), 100, 500, 86_400_000);
+  await first.hourglass.close();
+}
+const { hourglass, samples, name } = await benchHourglass("full", redisServer.url);
 const middleware =
   (service: string) =>
   (next: (args: unknown) => Promise<{ output?: unknown }>, context: { commandName?: string }) =>
@@ -71,6 +90,21 @@ for (const [service, client] of [
 
 // Enqueue first (not measured here), with the same lead rule as bench/run.ts.
 const runtime = startRuntime(hourglass, { pollers, maxInFlight: n });
+const consumers = await Promise.all(
+  Array.from({ length: Number(values.consumers) }, async () => {
+    const child = fork(fileURLToPath(new URL("./consumer.ts", import.meta.url)), [
+      redisServer.url,
+      name,
+      String(pollers),
+      String(n),
+    ]);
+    child.on("message", (message: { samples?: Sample[] }) => {
+      if (message.samples) samples.push(...message.samples);
+    });
+    await new Promise((ready) => child.once("message", ready));
+    return child;
+  }),
+);
 const payload = payloadOf(100);
 const enqueueStarted = Date.now();
 const probeDue = Date.now() + 3_600_000;
@@ -83,7 +117,9 @@ await hourglass.events.scheduleBatch(
   })),
 );
 const enqueueRate = 500 / ((Date.now() - enqueueStarted) / 1000);
-const lead = Math.max(8_000, Math.ceil((n / enqueueRate) * 1_500) + 6_000);
+const lead = values.lead
+  ? Number(values.lead)
+  : Math.max(8_000, Math.ceil((n / enqueueRate) * 1_500) + 6_000);
 const dueAt = Date.now() + lead;
 const burstEnqueueStarted = Date.now();
 for (let i = 0; i < n; i += 500) {
@@ -106,19 +142,38 @@ const loop = monitorEventLoopDelay({ resolution: 10 });
 loop.enable();
 const cpuBefore = process.cpuUsage();
 const javaBefore = javaCpuMs();
+const profiler = values.profile ? new Session() : undefined;
+if (profiler) {
+  profiler.connect();
+  await profiler.post("Profiler.enable");
+  await profiler.post("Profiler.start");
+}
 const windowStart = Date.now();
 const complete = await until(() => samples.length >= n, 180_000);
 const lastStart = Date.now();
 // The trailing writes: until every success is in the journal and every message deleted.
-await until(() => count("dynamodb:UpdateItem") >= n && count("sqs:DeleteMessageBatch") >= n, 180_000);
+// (With other consumers, this process sees only its own share of the calls: their stop drains theirs.)
+if (consumers.length === 0)
+  await until(() => count("dynamodb:UpdateItem") >= n && count("sqs:DeleteMessageBatch") >= n, 180_000);
+await Promise.all(
+  consumers.map(async (child) => {
+    const stopped = new Promise((done) => child.on("message", (m) => m === "stopped" && done(m)));
+    child.send("stop");
+    await stopped;
+  }),
+);
 const windowMs = Date.now() - windowStart;
 const cpu = process.cpuUsage(cpuBefore);
 const javaAfter = javaCpuMs();
 loop.disable();
+if (profiler && values.profile) {
+  const { profile } = await profiler.post("Profiler.stop");
+  writeFileSync(values.profile, JSON.stringify(profile));
+  profiler.disconnect();
+}
 await runtime.stop();
 await hourglass.close();
-await stack.stop();
-await redisServer.kill();
+await bench.stop();
 
 function count(key: string): number {
   return (calls[key] ?? []).reduce((sum, c) => sum + c.items, 0);
@@ -152,7 +207,8 @@ function findJava(): string[] {
     .filter((p) => /^\d+$/.test(p))
     .filter((p) => {
       try {
-        return readFileSync(`/proc/${p}/cmdline`, "utf8").includes("DynamoDBLocal.jar");
+        const cmdline = readFileSync(`/proc/${p}/cmdline`, "utf8");
+        return cmdline.includes("DynamoDBLocal.jar") && cmdline.includes(`-port\0${dynamoPort}\0`);
       } catch {
         return false;
       }
@@ -161,6 +217,11 @@ function findJava(): string[] {
 const late = lateness(samples);
 const starts = samples.map((s) => s.startedAt - dueAt);
 const report = {
+  loadAverage: loadavg().map((l) => Number(l.toFixed(1))),
+  loadAverageAtStart,
+  redisHz: bench.hz,
+  fauxqs,
+  consumers: consumers.length,
   n,
   pollers,
   complete,
@@ -205,6 +266,7 @@ const report = {
   window: {
     ms: windowMs,
     nodeCpuCores: Number(((cpu.user + cpu.system) / 1000 / windowMs).toFixed(2)),
+    nodeCpuMsPerEvent: Number(((cpu.user + cpu.system) / 1000 / n).toFixed(2)),
     dynamoLocalCpuCores:
       javaBefore !== undefined && javaAfter !== undefined
         ? Number(((javaAfter - javaBefore) / windowMs).toFixed(2))

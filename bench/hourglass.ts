@@ -32,9 +32,15 @@ export type Mode = "engine" | "full";
 export async function benchHourglass(
   mode: Mode,
   redisUrl: string,
-  options: { clock?: () => number; transport?: () => Transport; env?: Record<string, string> } = {},
+  options: {
+    clock?: () => number;
+    transport?: () => Transport;
+    env?: Record<string, string>;
+    /** Another process's instance (same key prefix, tables and queue): `bench/consumer.ts`. */
+    name?: string;
+  } = {},
 ) {
-  const name = `b${randomBytes(3).toString("hex")}`;
+  const name = options.name ?? `b${randomBytes(3).toString("hex")}`;
   const config = loadConfig(process.env, {
     HOURGLASS_MODE: "local",
     HOURGLASS_REDIS_URL: redisUrl,

@@ -1,7 +1,6 @@
+import { loadavg } from "node:os";
 import { Command, Option } from "commander";
 import { Redis } from "ioredis";
-import { startLocalStack, useLocalEndpoints } from "../shared/local/stack.ts";
-import { startRedisServer } from "../test/support/redis-servers.ts";
 import { BullPeer } from "./bullmq.ts";
 import { conditionalUpdates, hotHolds } from "./holds.ts";
 import { journalBytesPerEvent, rebuildAfterFlush } from "./horizon.ts";
@@ -16,6 +15,7 @@ import {
 } from "./hourglass.ts";
 import { httpBatchEnqueue } from "./http-enqueue.ts";
 import { notificationOverhead } from "./notifications.ts";
+import { type FauxqsPlacement, startBenchStack } from "./stack.ts";
 import type { Lateness } from "./stats.ts";
 import { bullWebhooks, hourglassWebhooks } from "./webhooks.ts";
 
@@ -42,8 +42,26 @@ const values = new Command()
   .option("--quick", "smaller sizes, for a smoke check", false)
   .option("--json", "print every row as JSON on stdout instead of the markdown table", false)
   .addOption(new Option("--only <groups...>", "run only these groups of rows").choices(GROUPS))
+  .option("--burst <n>", "events in each burst row (default 20,000; a tenth with --quick)", Number)
+  .option("--webhooks <n>", "webhooks in the webhook row (default 2,000; a tenth with --quick)", Number)
+  .option("--pollers <n>", "the webhook row's long polls in flight (default: what npm start uses)", Number)
+  .option("--in-flight <n>", "the webhook row's messages in flight (default: what npm start uses)", Number)
+  .addOption(
+    new Option("--fauxqs <where>", "fauxqs in a child process (as npm start) or in this one (the old layout)")
+      .choices(["child", "process"])
+      .default("child"),
+  )
   .parse()
-  .opts<{ quick: boolean; json: boolean; only?: (typeof GROUPS)[number][] }>();
+  .opts<{
+    quick: boolean;
+    json: boolean;
+    only?: (typeof GROUPS)[number][];
+    burst?: number;
+    webhooks?: number;
+    fauxqs: FauxqsPlacement;
+    pollers?: number;
+    inFlight?: number;
+  }>();
 const selected = (group: (typeof GROUPS)[number]) => !values.only || values.only.includes(group);
 const scale = values.quick ? 0.1 : 1;
 const N = {
@@ -53,10 +71,10 @@ const N = {
   memoryJournal: Math.round(20_000 * scale),
   rebuildNear: Math.round(5_000 * scale),
   rebuildFar: Math.round(20_000 * scale),
-  burst: Math.round(20_000 * scale),
+  burst: values.burst ?? Math.round(20_000 * scale),
   fullEnqueue: Math.round(10_000 * scale),
   httpEnqueue: Math.round(10_000 * scale),
-  webhooks: Math.round(2_000 * scale),
+  webhooks: values.webhooks ?? Math.round(2_000 * scale),
   steadySeconds: values.quick ? 3 : 8,
 };
 
@@ -64,27 +82,27 @@ const rows: string[][] = [];
 /** Machine-readable rows for `--json`: the printed cells, plus the raw figures where a row gives them. */
 const records: Record<string, unknown>[] = [];
 const row = (what: string, ours: string, peer: string, ratio: string, target: string, data?: object) => {
-  rows.push([what, ours, peer, ratio, target]);
-  records.push({ what, hourglass: ours, peer, ratio, target, ...(data && { data }) });
-  console.error(`  ${what}: ${ours} | peer ${peer} | ${ratio}`);
+  rows.push([what, ours, peer, ratio, target, load()]);
+  records.push({ what, hourglass: ours, peer, ratio, target, loadAverage: load(), ...(data && { data }) });
+  console.error(`  ${what}: ${ours} | peer ${peer} | ${ratio} (load average ${load()})`);
 };
 const rate = (n: number) => `${Math.round(n).toLocaleString("en-US")}/s`;
 const times = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
 const ms = (l: Lateness) => `p50 ${Math.round(l.p50)} ms, p99 ${Math.round(l.p99)} ms`;
 const late = (l: Lateness) => `${ms(l)}; drain ${rate(l.drainPerSecond)}; early ${l.early}`;
 
-const redisServer = await startRedisServer();
+// Its own Redis, DynamoDB Local and fauxqs on free ports: never the ones other people's tests use.
+const benchStack = await startBenchStack({ fauxqs: values.fauxqs });
+const { redisServer, hz, redisVersion: version } = benchStack;
 const redis = new Redis(redisServer.url);
-const hz = ((await redis.config("GET", "hz")) as string[])[1];
-const version = (await redis.info("server")).match(/redis_version:(\S+)/)?.[1];
-const stack = await startLocalStack({
-  redisUrl: redisServer.url,
-  dataDir: ".hourglass/bench",
-  persist: false,
-});
-useLocalEndpoints(stack);
 const bull = new BullPeer(redisServer.url);
-console.error(`Redis ${version} on ${redisServer.url}, hz ${hz}`);
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
+console.error(
+  `Redis ${version} on ${redisServer.url}, hz ${hz}; fauxqs in ${values.fauxqs === "child" ? "a child process" : "this process"}; load average ${load()}`,
+);
 
 try {
   // Enqueue throughput: the engine's batch API (Redis index only) against BullMQ addBulk.
@@ -260,12 +278,18 @@ try {
   }
 
   // Webhooks due in the same second: the `npm start` runtime against BullMQ + a Worker POSTing them.
+  // Their ids are the client's, so each create is a conditional put: on a loaded machine DynamoDB
+  // Local takes 2,000 of them in 5–20 s, and the lead must cover that (it adds nothing to lateness).
   if (selected("webhooks")) {
-    const ours = await hourglassWebhooks(redisServer.url, N.webhooks, 10_000);
+    const WEBHOOK_LEAD_MS = Math.max(10_000, N.webhooks * 15);
+    const ours = await hourglassWebhooks(redisServer.url, N.webhooks, WEBHOOK_LEAD_MS, {
+      ...(values.pollers && { pollers: values.pollers }),
+      ...(values.inFlight && { maxInFlight: values.inFlight }),
+    });
     const peer = await bullWebhooks(redisServer.url, N.webhooks, 5_000);
     row(
       `${N.webhooks.toLocaleString("en-US")} webhooks due in the same second, local receiver (peer: BullMQ Worker, concurrency 50)`,
-      `${late(ours)}${ours.complete ? "" : " (INCOMPLETE)"}`,
+      `${late(ours)}${ours.complete ? "" : " (INCOMPLETE)"}; handlers started ${ours.started ? ms(ours.started) : "?"}; all in the queue at ${ours.sentMs ? Math.round(ours.sentMs.all) : "?"} ms`,
       `${late(peer)}${peer.complete ? "" : " (INCOMPLETE)"}`,
       `p99 ${times(ours.p99, peer.p99)}`,
       "p99 ≤ the peer's, 0 early",
@@ -275,20 +299,28 @@ try {
 } finally {
   await bull.close();
   redis.disconnect();
-  await stack.stop();
-  await redisServer.kill();
+  await benchStack.stop();
 }
 
 const when = new Date().toISOString();
 if (values.json) {
-  const run = { redis: version, hz: Number(hz), node: process.version, at: when, quick: values.quick };
+  const run = {
+    redis: version,
+    hz: Number(hz),
+    node: process.version,
+    at: when,
+    quick: values.quick,
+    fauxqs: values.fauxqs,
+  };
   console.log(JSON.stringify({ ...run, rows: records }, null, 2));
 } else {
   console.log(
-    `\nRedis ${version}, hz ${hz}; Node ${process.version}; ${when}${values.quick ? " (--quick)" : ""}\n`,
+    `\nRedis ${version}, hz ${hz}; Node ${process.version}; fauxqs: ${values.fauxqs}; ${when}${values.quick ? " (--quick)" : ""}\n`,
   );
-  console.log("| what | Hourglass | peer (BullMQ 6.7 unless the row names another) | ratio | target |");
-  console.log("|---|---|---|---|---|");
+  console.log(
+    "| what | Hourglass | peer (BullMQ 6.7 unless the row names another) | ratio | target | load average |",
+  );
+  console.log("|---|---|---|---|---|---|");
   for (const r of rows) console.log(`| ${r.join(" | ")} |`);
 }
 process.exit(0);

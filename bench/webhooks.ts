@@ -42,6 +42,10 @@ export async function startReceiver() {
 
 export interface WebhookRun extends Lateness {
   readonly complete: boolean;
+  /** Hourglass only: when the handlers started (before the request), against runAt. */
+  readonly started?: Lateness;
+  /** Hourglass only: ms after the due time when half, and all, of the messages were in the queue. */
+  readonly sentMs?: { readonly half: number; readonly all: number };
 }
 
 /**
@@ -49,10 +53,26 @@ export interface WebhookRun extends Lateness {
  * exactly as `npm start` runs it (dispatcher tick, fauxqs queue, worker with signing), at a local
  * receiver. Lateness is the receiver's arrival time against each event's runAt.
  */
-export async function hourglassWebhooks(redisUrl: string, n: number, leadMs: number): Promise<WebhookRun> {
+export async function hourglassWebhooks(
+  redisUrl: string,
+  n: number,
+  leadMs: number,
+  /** The consumer's settings; by default what `npm start` uses. */
+  runtimeOptions: { pollers?: number; maxInFlight?: number } = {},
+): Promise<WebhookRun> {
   const receiver = await startReceiver();
-  const { hourglass } = await benchHourglass("full", redisUrl);
-  const runtime = startRuntime(hourglass);
+  const { hourglass, samples } = await benchHourglass("full", redisUrl);
+  const sends: { at: number; entries: number }[] = [];
+  hourglass.sqs.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      const entries = (args.input as { Entries?: unknown[] }).Entries?.length ?? 0;
+      if (context.commandName === "SendMessageBatchCommand") sends.push({ at: Date.now(), entries });
+      return result;
+    },
+    { step: "initialize", name: "bench-last-send" },
+  );
+  const runtime = startRuntime(hourglass, runtimeOptions);
   try {
     const dueAt = Date.now() + leadMs;
     const runAt = new Date(dueAt).toISOString();
@@ -71,7 +91,12 @@ export async function hourglassWebhooks(redisUrl: string, n: number, leadMs: num
     }
     if (Date.now() > dueAt) throw new Error("enqueue outlasted the lead time; raise it");
     const complete = await until(() => receiver.arrivals.size >= n, leadMs + 120_000);
-    return { ...lateness([...receiver.arrivals.values()]), complete };
+    return {
+      ...lateness([...receiver.arrivals.values()]),
+      complete,
+      started: lateness(samples),
+      sentMs: { half: sentBy(sends, n / 2) - dueAt, all: sentBy(sends, n) - dueAt },
+    };
   } finally {
     await runtime.stop();
     await hourglass.close();
@@ -118,4 +143,14 @@ export async function bullWebhooks(redisUrl: string, n: number, leadMs: number):
     connection.disconnect();
     await receiver.close();
   }
+}
+
+/** When the `count`th message was in the queue (epoch ms). */
+function sentBy(sends: readonly { at: number; entries: number }[], count: number): number {
+  let seen = 0;
+  for (const send of sends) {
+    seen += send.entries;
+    if (seen >= count) return send.at;
+  }
+  return Number.NaN;
 }

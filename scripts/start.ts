@@ -13,8 +13,8 @@ import { type RunningStack, startLocalStack, useLocalEndpoints } from "../shared
 import { ConsoleLogger } from "../shared/logger.ts";
 
 /**
- * `npm start`: the embedded stack (Redis, DynamoDB Local, fauxqs), then the API, the dispatcher
- * and the worker in this one process. Data lives in .hourglass/ and survives a restart.
+ * `npm start`: the embedded stack (Redis, DynamoDB Local, fauxqs, each a process of its own), then
+ * the API, the dispatcher and the worker in this one process. Data lives in .hourglass/ and survives a restart.
  *
  * Order matters both ways. Configuration is validated before anything starts, so a typo leaves
  * nothing behind. On the way down the loops stop first, then the HTTP server, then the clients,

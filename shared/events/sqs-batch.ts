@@ -15,7 +15,6 @@ export function createSqsBatchHandler(
   logger: Logger,
   onResult?: (result: WorkResult) => void,
 ) {
-  const processor = new BatchProcessor(EventType.SQS);
   const record = async (item: SQSRecord, deadline: number) => {
     let message: ReturnType<typeof decodeMessage>;
     try {
@@ -41,6 +40,10 @@ export function createSqsBatchHandler(
     }
   };
   return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
+    // One processor per call: outside Lambda its state (records, failures, the response) lives on
+    // the instance, and the local poller runs several batches at once. A shared one let a later
+    // batch reset an earlier one's failures, which were then deleted as if they had succeeded.
+    const processor = new BatchProcessor(EventType.SQS);
     const deadline = context ? Date.now() + context.getRemainingTimeInMillis() : Number.POSITIVE_INFINITY;
     return processPartialResponse(event, (item: SQSRecord) => record(item, deadline), processor, {
       ...(context && { context }),

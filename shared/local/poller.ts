@@ -1,28 +1,31 @@
-import {
-  DeleteMessageBatchCommand,
-  type Message,
-  ReceiveMessageCommand,
-  type SQSClient,
-} from "@aws-sdk/client-sqs";
+import { type Message, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import type { Logger } from "../logger.ts";
+import { AckBuffer } from "./acks.ts";
 
 /**
- * What Lambda's SQS event source does, for the local runner: long-polls the queue, hands each batch
- * to the same handler the worker Lambda exports, and deletes what did not fail. Failed messages
- * stay invisible until their visibility timeout, as in Lambda.
+ * What Lambda's SQS event source does, for the local runner: long-polls the queue, hands each
+ * message to the same handler the worker Lambda exports, and deletes what did not fail, in batches
+ * of up to ten across receives. Failed messages stay invisible until their visibility timeout, as
+ * in Lambda.
+ *
+ * Receiving is decoupled from handling: a poller goes straight back to the queue once it has
+ * handed its messages over, and each message holds its slot in `maxInFlight` until its outcome is
+ * recorded and its delete queued, not until the slowest message of its receive is done. So one
+ * slow message (or one waiting for its due time) holds back neither the messages behind it nor
+ * the ones it arrived with.
  */
 export class QueuePoller {
   private running = false;
   private loops: Promise<void>[] = [];
-  private readonly batches = new Set<Promise<void>>();
-  private inFlight = 0;
+  private readonly handling = new Set<Promise<void>>();
+  private readonly acks: AckBuffer;
+  /** Messages received, and messages whose handler failed (left for redelivery). */
+  readonly counts = { received: 0, failed: 0 };
 
   /**
    * @param concurrency long polls at a time
-   * @param maxInFlight messages being processed at once; receiving pauses above it. A batch does not
-   *   hold its poller until it finishes, so one slow message (or one waiting for its due time)
-   *   does not delay the messages behind it.
+   * @param maxInFlight messages received and not yet finished; receiving pauses above it
    */
   constructor(
     private readonly sqs: SQSClient,
@@ -32,7 +35,14 @@ export class QueuePoller {
     private readonly concurrency = 4,
     private readonly maxInFlight = 500,
     private readonly waitSeconds = 1,
-  ) {}
+  ) {
+    this.acks = new AckBuffer(sqs, queueUrl, logger);
+  }
+
+  /** Messages deleted after their outcome was recorded. */
+  get deleted(): number {
+    return this.acks.deleted;
+  }
 
   start(): void {
     if (this.running) return;
@@ -40,17 +50,18 @@ export class QueuePoller {
     this.loops = Array.from({ length: this.concurrency }, () => this.loop());
   }
 
-  /** Stops receiving, then waits for the batches already received to finish. */
+  /** Stops receiving, waits for the messages already received to finish, then for their deletes. */
   async stop(): Promise<void> {
     this.running = false;
     await Promise.all(this.loops);
-    await Promise.all(this.batches);
+    await Promise.all(this.handling);
+    await this.acks.drain();
   }
 
   private async loop(): Promise<void> {
     while (this.running) {
-      if (this.inFlight >= this.maxInFlight) {
-        await Promise.race(this.batches);
+      if (this.handling.size >= this.maxInFlight) {
+        await Promise.race(this.handling);
         continue;
       }
       try {
@@ -62,13 +73,11 @@ export class QueuePoller {
             MessageSystemAttributeNames: ["All"],
           }),
         );
-        if (!Messages?.length) continue;
-        this.inFlight += Messages.length;
-        const batch = this.process(Messages).finally(() => {
-          this.inFlight -= Messages.length;
-          this.batches.delete(batch);
-        });
-        this.batches.add(batch);
+        for (const message of Messages ?? []) {
+          this.counts.received++;
+          const handled: Promise<void> = this.process(message).finally(() => this.handling.delete(handled));
+          this.handling.add(handled);
+        }
       } catch (error) {
         if (!this.running) return;
         this.logger.warn("queue poll failed; retrying", { error });
@@ -77,24 +86,16 @@ export class QueuePoller {
     }
   }
 
-  private async process(messages: Message[]): Promise<void> {
+  /** Never throws: a message not deleted comes back after its visibility timeout, as with Lambda. */
+  private async process(message: Message): Promise<void> {
     try {
-      const response = await this.handle({ Records: messages.map((m) => toSqsRecord(m, this.queueUrl)) });
-      const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
-      const done = messages.filter((m) => !failed.has(m.MessageId!));
-      if (done.length === 0) return;
-      const reply = await this.sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: this.queueUrl,
-          Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
-        }),
-      );
-      if (reply.Failed?.length) {
-        this.logger.warn("delete failed; message will be redelivered", { count: reply.Failed.length });
-      }
+      const response = await this.handle({ Records: [toSqsRecord(message, this.queueUrl)] });
+      // The handler returns only once the outcome is recorded; a failure listed means it was not.
+      if (response.batchItemFailures.length === 0) this.acks.add(message.ReceiptHandle!);
+      else this.counts.failed++;
     } catch (error) {
-      // Not deleted: the messages come back after their visibility timeout, as with Lambda.
-      this.logger.warn("batch failed; messages will be redelivered", { error });
+      this.counts.failed++;
+      this.logger.warn("message failed; it will be redelivered", { messageId: message.MessageId, error });
     }
   }
 }

@@ -3,6 +3,7 @@ import { closeSync, mkdirSync, openSync } from "node:fs";
 import { createConnection, type Socket } from "node:net";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
 import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
 import { ListQueuesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { dynamoDbLocalArgs, ensureDynamoDbLocalJar } from "./dynamodb-local.ts";
@@ -84,7 +85,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     } else if (await sqsAnswers(sqsEndpoint)) {
       log(`sqs: reusing ${sqsEndpoint}`);
     } else {
-      stoppers.push({ name: "sqs", stop: await startFauxqs(sqsPort) });
+      stoppers.push({ name: "sqs", stop: startFauxqs(sqsPort, dataDir) });
       await waitFor("sqs", () => sqsAnswers(sqsEndpoint), 15_000, dataDir);
       log(`sqs: fauxqs started on port ${sqsPort}`);
     }
@@ -146,20 +147,22 @@ function startDynamoDbLocal(
   );
 }
 
-/** fauxqs runs in this process: its `buildApp()` can bind loopback only, unlike its CLI. */
-async function startFauxqs(port: number): Promise<() => Promise<void>> {
-  const { buildApp } = await import("fauxqs");
-  const app = buildApp({ logger: false, defaultRegion: "us-east-1" });
-  await app.listen({ host: "127.0.0.1", port });
-  return async () => {
-    await app.close();
-  };
+/**
+ * fauxqs in a process of its own (`fauxqs-server.mjs`, run by this Node binary, never through npx),
+ * behind the same guard as the other stand-ins. In this process it would share one event loop with
+ * the API, the dispatcher and every worker that uses it: each message received, handled and deleted
+ * would cost this loop the emulator's share of the work too (docs/benchmarks.md).
+ */
+function startFauxqs(port: number, dataDir: string): () => Promise<void> {
+  return stopper(launch(process.execPath, [FAUXQS_SERVER, String(port)], join(dataDir, "logs", "sqs.log")));
 }
+
+const FAUXQS_SERVER = fileURLToPath(new URL("./fauxqs-server.mjs", import.meta.url));
 
 /**
  * Runs a stand-in so that it ends with this process, however this process ends:
  * - In its own process group (`detached`), so the terminal's Ctrl-C, which signals the whole
- *   foreground group, does not kill Redis or DynamoDB Local under the clients still using them;
+ *   foreground group, does not kill Redis, DynamoDB Local or fauxqs under the clients still using them;
  *   `stop()` ends them after the clients, in order.
  * - Behind a small `sh` guard that holds the read end of a pipe from this process and ends the
  *   server when the pipe closes. The kernel closes it when this process exits for any reason,

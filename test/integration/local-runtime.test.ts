@@ -162,12 +162,15 @@ async function leftovers(pids: readonly number[], withinMs = 30_000): Promise<st
   return pids.filter(alive).map((pid) => `${pid}: ${commandOf(pid)}`);
 }
 
-/** The runtime's processes: npm, node, and the stand-ins it started (Redis and DynamoDB Local). */
+/** The runtime's processes: npm, node, and the stand-ins it started (Redis, DynamoDB Local, fauxqs). */
 function tree(s: Started): number[] {
   const pids = [s.npm.pid!, ...descendants(s.npm.pid!)];
   const commands = pids.map(commandOf).join("\n");
   expect(commands).toContain("redis-server");
   expect(commands).toContain("DynamoDBLocal.jar");
+  // The SQS stand-in is a process of its own, started by node itself (never npx).
+  expect(commands).toMatch(/\/node [^\n]*shared\/local\/fauxqs-server\.mjs \d+/);
+  expect(commands).not.toMatch(/npx|npm exec/);
   expect(commands).toContain("scripts/start.ts");
   return pids;
 }
@@ -228,11 +231,14 @@ describe("npm start", { timeout: 240_000 }, () => {
     expect(await leftovers(pids)).toEqual([]);
   });
 
-  it("ends Redis and DynamoDB Local when the runtime itself is killed (SIGKILL to node)", async () => {
+  it("ends Redis, DynamoDB Local and fauxqs when the runtime itself is killed (SIGKILL to node)", async () => {
     const s = await start();
     await untilRunning(s);
     const pids = tree(s);
     kill(nodePid(s), "SIGKILL");
     expect(await leftovers(pids)).toEqual([]);
+    // No server is left answering on any of the stack's ports.
+    for (const port of [s.ports.redis, s.ports.dynamodb, s.ports.sqs])
+      expect(await listening(port)).toBe(false);
   });
 });

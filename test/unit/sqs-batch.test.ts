@@ -1,0 +1,65 @@
+import type { SQSRecord } from "aws-lambda";
+import { describe, expect, it } from "vitest";
+import { createSqsBatchHandler } from "../../shared/events/sqs-batch.ts";
+import type { Worker, WorkResult } from "../../shared/events/worker.ts";
+import { silentLogger } from "../../shared/logger.ts";
+import { encodeMessage } from "../../shared/model/message.ts";
+
+/** A record whose body names `id`, in the shape Lambda (and the local poller) hands over. */
+function record(id: string): SQSRecord {
+  return {
+    messageId: id,
+    receiptHandle: `rh-${id}`,
+    body: encodeMessage({ member: `t/${id}`, shard: 0, gen: 1, runAt: 0, attempt: 0 }),
+    attributes: {
+      ApproximateReceiveCount: "1",
+      SentTimestamp: "0",
+      SenderId: "local",
+      ApproximateFirstReceiveTimestamp: "0",
+    },
+    messageAttributes: {},
+    md5OfBody: "",
+    eventSource: "aws:sqs",
+    eventSourceARN: "arn:aws:sqs:local:000000000000:q",
+    awsRegion: "us-east-1",
+  };
+}
+
+/** A worker whose calls settle when the test says: `fail(id)` throws (outcome not recorded), `pass(id)` returns. */
+function gatedWorker() {
+  const gates = new Map<string, { pass: () => void; fail: () => void }>();
+  const worker = {
+    process: (message: { member: string }) =>
+      new Promise<WorkResult>((resolve, reject) => {
+        gates.set(message.member.slice(2), {
+          pass: () => resolve({ outcome: "succeeded" }),
+          fail: () => reject(new Error("journal write failed")),
+        });
+      }),
+  } as unknown as Worker;
+  return { worker, gates };
+}
+
+const turn = () => new Promise((done) => setImmediate(done));
+
+describe("the SQS batch handler, called for several batches at once (the local poller does)", () => {
+  it("reports each batch's own failures: a failure is never lost to a batch that started after it", async () => {
+    const { worker, gates } = gatedWorker();
+    const handle = createSqsBatchHandler(worker, silentLogger);
+    const first = handle({ Records: [record("a1"), record("a2")] });
+    await turn();
+    gates.get("a1")!.fail();
+    await turn();
+    // A second batch arrives while the first is still running.
+    const second = handle({ Records: [record("b1"), record("b2")] });
+    await turn();
+    gates.get("b1")!.fail();
+    gates.get("a2")!.pass();
+    await turn();
+    gates.get("b2")!.pass();
+    const [a, b] = await Promise.all([first, second]);
+    // Whatever is not listed here, the poller deletes: a1 and b1 must stay in the queue.
+    expect(a.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(["a1"]);
+    expect(b.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(["b1"]);
+  });
+});
