@@ -43,6 +43,21 @@ local function readMeta(metaKey, member, defaultRunAt)
   return status, attempt, gen, runAt, version
 end
 
+-- Looks up the one event a script acts on. Returns false, then its body and meta (status, attempt,
+-- gen, runAt, version); or the reply that refuses it: {NOT_FOUND} when it is not indexed, and
+-- {unreadable, "unreadable"} when its meta cannot be read (the next claim quarantines it).
+local function lookup(member, unreadable)
+  local body = redis.call("HGET", K.body, member)
+  if not body then
+    return {CODE.NOT_FOUND}
+  end
+  local status, attempt, gen, runAt, version = readMeta(K.meta, member, 0)
+  if not status then
+    return {unreadable, "unreadable"}
+  end
+  return false, body, status, attempt, gen, runAt, version
+end
+
 local function formatMeta(status, attempt, gen, runAt, version)
   local text = status .. "|" .. string.format("%d", attempt) .. "|" .. string.format("%d", gen) .. "|" ..
     string.format("%d", runAt)
