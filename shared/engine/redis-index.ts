@@ -109,6 +109,29 @@ export interface ShardStats {
 
 type Reply = (string | number)[];
 
+/** The scripts that take many items at once, one call per shard. */
+type BatchScript = "schedule" | "start" | "ack" | "hold" | "revive" | "release" | "restore";
+
+/** How `perShard` runs one batch script: the items' shards, its ARGV, and how its reply reads. */
+interface BatchCall<T, R> {
+  readonly shardOf: (item: T) => number;
+  /** The script's ARGV before the items'. */
+  readonly leading: readonly (string | number)[];
+  readonly fields: (item: T) => readonly (string | number)[];
+  /** Reply fields per item. */
+  readonly stride: number;
+  readonly parse: (reply: Reply, offset: number) => R;
+}
+
+/** The items are dispatch messages, passed as member, gen. */
+const MESSAGES = {
+  shardOf: (m: DispatchMessage) => m.shard,
+  fields: (m: DispatchMessage) => [m.member, m.gen],
+};
+
+/** The reply is one ScriptCode per item. */
+const CODES = { stride: 1, parse: (reply: Reply, i: number) => reply[i] as ScriptCode };
+
 /**
  * The Redis time index: typed calls to the Lua scripts, one shard at a time. It knows nothing of
  * DynamoDB or SQS; the dispatcher, worker and event service compose it with those.
@@ -145,16 +168,12 @@ export class RedisIndex {
     leaseMs: number,
     nearMs?: number,
   ): Promise<ScriptCode[]> {
-    return this.eachShard(
-      entries,
-      (e) => this.shardOf(e.member),
-      async (shard, batch) => {
-        const k = this.keys(shard);
-        const args: (string | number)[] = [now, dispatchUntil, leaseMs, nearMs ?? "", this.shardInFlight];
-        for (const entry of batch) args.push(entry.member, entry.runAt, entry.body);
-        return (await runScript(this.client, "schedule", k, args)) as ScriptCode[];
-      },
-    );
+    return this.perShard("schedule", entries, {
+      shardOf: (e) => this.shardOf(e.member),
+      leading: [now, dispatchUntil, leaseMs, nearMs ?? "", this.shardInFlight],
+      fields: (e) => [e.member, e.runAt, e.body],
+      ...CODES,
+    });
   }
 
   async claim(
@@ -208,21 +227,26 @@ export class RedisIndex {
     now: number | typeof REDIS_TIME,
     leaseMs: number,
   ): Promise<StartResult[]> {
-    return this.perShard(messages, "start", [now === REDIS_TIME ? "" : now, leaseMs], 3, (reply, i) => {
-      const code = reply[i] as ScriptCode;
-      switch (code) {
-        case ScriptCode.OK:
-          return { code, attempt: Number(reply[i + 1]), body: String(reply[i + 2]) };
-        case ScriptCode.STALE:
-          return { code, status: reply[i + 1] as LiveStatus };
-        case ScriptCode.EARLY:
-          return { code, runAt: Number(reply[i + 1]), now: Number(reply[i + 2]) };
-        case ScriptCode.NOT_FOUND:
-        case ScriptCode.DUPLICATE:
-          return { code };
-        default:
-          throw new IndexCorruptError("start", reply);
-      }
+    return this.perShard("start", messages, {
+      ...MESSAGES,
+      leading: [now === REDIS_TIME ? "" : now, leaseMs],
+      stride: 3,
+      parse: (reply, i) => {
+        const code = reply[i] as ScriptCode;
+        switch (code) {
+          case ScriptCode.OK:
+            return { code, attempt: Number(reply[i + 1]), body: String(reply[i + 2]) };
+          case ScriptCode.STALE:
+            return { code, status: reply[i + 1] as LiveStatus };
+          case ScriptCode.EARLY:
+            return { code, runAt: Number(reply[i + 1]), now: Number(reply[i + 2]) };
+          case ScriptCode.NOT_FOUND:
+          case ScriptCode.DUPLICATE:
+            return { code };
+          default:
+            throw new IndexCorruptError("start", reply);
+        }
+      },
     });
   }
 
@@ -235,16 +259,7 @@ export class RedisIndex {
     reason: HeldBy,
     from: "running" | "dispatched" = "running",
   ): Promise<ScriptCode[]> {
-    return this.eachShard(
-      messages,
-      (m) => m.shard,
-      async (shard, batch) => {
-        const k = this.keys(shard);
-        const args: (string | number)[] = [reason, from];
-        for (const m of batch) args.push(m.member, m.gen);
-        return (await runScript(this.client, "hold", k, args)) as ScriptCode[];
-      },
-    );
+    return this.perShard("hold", messages, { ...MESSAGES, leading: [reason, from], ...CODES });
   }
 
   /** The groups (`tenant|type`) with parked events in a shard. */
@@ -266,33 +281,30 @@ export class RedisIndex {
 
   /** Acks many running events: one script call per shard. Results come back in input order. */
   async ackMany(messages: readonly DispatchMessage[]): Promise<TransitionResult[]> {
-    return this.perShard(messages, "ack", [], 2, (reply, i) => {
-      const code = reply[i] as ScriptCode;
-      if (code === ScriptCode.OK || code === ScriptCode.NOT_FOUND) return { code };
-      if (code === ScriptCode.STALE) return { code, status: reply[i + 1] as LiveStatus };
-      throw new IndexCorruptError("ack", reply);
+    return this.perShard("ack", messages, {
+      ...MESSAGES,
+      leading: [],
+      stride: 2,
+      parse: (reply, i) => {
+        const code = reply[i] as ScriptCode;
+        if (code === ScriptCode.OK || code === ScriptCode.NOT_FOUND) return { code };
+        if (code === ScriptCode.STALE) return { code, status: reply[i + 1] as LiveStatus };
+        throw new IndexCorruptError("ack", reply);
+      },
     });
   }
 
-  /** Runs a per-message script (start, ack) once per shard over all of that shard's messages. */
-  private perShard<R>(
-    messages: readonly DispatchMessage[],
-    script: "start" | "ack",
-    leading: (string | number)[],
-    fieldsPerMessage: number,
-    parse: (reply: Reply, offset: number) => R,
-  ): Promise<R[]> {
-    return this.eachShard(
-      messages,
-      (m) => m.shard,
-      async (shard, batch) => {
-        const k = this.keys(shard);
-        const args = [...leading];
-        for (const message of batch) args.push(message.member, message.gen);
-        const reply = (await runScript(this.client, script, k, args)) as Reply;
-        return batch.map((_, i) => parse(reply, i * fieldsPerMessage));
-      },
-    );
+  /**
+   * Runs a batch script once per shard over all of that shard's items: its ARGV is `leading`, then
+   * each item's `fields`; the reply holds `stride` fields per item, in order, read by `parse`.
+   */
+  private perShard<T, R>(script: BatchScript, items: readonly T[], call: BatchCall<T, R>): Promise<R[]> {
+    return this.eachShard(items, call.shardOf, async (shard, batch) => {
+      const args = [...call.leading];
+      for (const item of batch) args.push(...call.fields(item));
+      const reply = (await runScript(this.client, script, this.keys(shard), args)) as Reply;
+      return batch.map((_, n) => call.parse(reply, n * call.stride));
+    });
   }
 
   /**
@@ -409,38 +421,29 @@ export class RedisIndex {
     entries: readonly { member: string; runAt: number; diedBefore: number }[],
     direct?: DirectDispatch,
   ): Promise<ReviveResult[]> {
-    return this.eachShard(
-      entries,
-      (e) => this.shardOf(e.member),
-      async (shard, batch) => {
-        const k = this.keys(shard);
-        const args: (string | number)[] = [
-          direct?.now ?? 0,
-          direct?.dispatchUntil ?? 0,
-          direct?.leaseMs ?? 0,
-        ];
-        for (const e of batch) args.push(e.member, e.runAt, e.diedBefore);
-        const reply = (await runScript(this.client, "revive", k, args)) as Reply;
-        return batch.map((_, n): ReviveResult => {
-          const i = n * 3;
-          switch (reply[i]) {
-            case ScriptCode.OK:
-            case ScriptCode.NOT_FOUND:
-              return { code: reply[i] as ScriptCode.OK | ScriptCode.NOT_FOUND };
-            case ScriptCode.DISPATCHED:
-              return { code: ScriptCode.DISPATCHED, gen: Number(reply[i + 2]) };
-            case ScriptCode.STALE:
-            case ScriptCode.CONFLICT:
-              return {
-                code: reply[i] as ScriptCode.STALE | ScriptCode.CONFLICT,
-                status: reply[i + 1] as LiveStatus,
-              };
-            default:
-              throw new IndexCorruptError("revive", reply);
-          }
-        });
+    return this.perShard("revive", entries, {
+      shardOf: (e) => this.shardOf(e.member),
+      leading: [direct?.now ?? 0, direct?.dispatchUntil ?? 0, direct?.leaseMs ?? 0],
+      fields: (e) => [e.member, e.runAt, e.diedBefore],
+      stride: 3,
+      parse: (reply, i): ReviveResult => {
+        switch (reply[i]) {
+          case ScriptCode.OK:
+          case ScriptCode.NOT_FOUND:
+            return { code: reply[i] as ScriptCode.OK | ScriptCode.NOT_FOUND };
+          case ScriptCode.DISPATCHED:
+            return { code: ScriptCode.DISPATCHED, gen: Number(reply[i + 2]) };
+          case ScriptCode.STALE:
+          case ScriptCode.CONFLICT:
+            return {
+              code: reply[i] as ScriptCode.STALE | ScriptCode.CONFLICT,
+              status: reply[i + 1] as LiveStatus,
+            };
+          default:
+            throw new IndexCorruptError("revive", reply);
+        }
       },
-    );
+    });
   }
 
   /**
@@ -448,16 +451,7 @@ export class RedisIndex {
    * `at`, so a dispatcher tick soon after sends them again. One call per shard.
    */
   async release(messages: readonly DispatchMessage[], at: number): Promise<ScriptCode[]> {
-    return this.eachShard(
-      messages,
-      (m) => m.shard,
-      async (shard, batch) => {
-        const k = this.keys(shard);
-        const args: (string | number)[] = [at];
-        for (const m of batch) args.push(m.member, m.gen);
-        return (await runScript(this.client, "release", k, args)) as ScriptCode[];
-      },
-    );
+    return this.perShard("release", messages, { ...MESSAGES, leading: [at], ...CODES });
   }
 
   /** Removes an event from the index; `finalStatus` undefined removes a leftover without counting it. */
@@ -479,16 +473,12 @@ export class RedisIndex {
     now: number,
     options: { replay?: boolean; nearMs?: number | undefined } = {},
   ): Promise<ScriptCode[]> {
-    return this.eachShard(
-      entries,
-      (e) => this.shardOf(e.member),
-      async (shard, batch) => {
-        const k = this.keys(shard);
-        const args: (string | number)[] = [now, options.replay ? "1" : "0", options.nearMs ?? ""];
-        for (const e of batch) args.push(e.member, e.runAt, e.body, e.attempt, e.status, e.version);
-        return (await runScript(this.client, "restore", k, args)) as ScriptCode[];
-      },
-    );
+    return this.perShard("restore", entries, {
+      shardOf: (e) => this.shardOf(e.member),
+      leading: [now, options.replay ? "1" : "0", options.nearMs ?? ""],
+      fields: (e) => [e.member, e.runAt, e.body, e.attempt, e.status, e.version],
+      ...CODES,
+    });
   }
 
   async inspect(member: string): Promise<LiveState | undefined> {

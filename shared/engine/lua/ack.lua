@@ -39,10 +39,6 @@ for i = 1, #ARGV, 2 do
   end
 end
 
-if #done > 0 then
-  callInSlices("ZREM", K.leased, done)
-  callInSlices("HDEL", K.body, done)
-  callInSlices("HDEL", K.meta, done)
-end
+dropMany(K.leased, done)
 flushStats(K.stats)
 return out

@@ -49,8 +49,6 @@ local budget = tonumber(ARGV[5]) or 0
 local paced = false
 local out = {}
 local quarantined = {}
-local leases = {}
-local metas = {}
 local fromDue = {}
 local chosen = {}
 -- Entries at the head of `due` checked against the per-tenant index in each claim.
@@ -84,10 +82,8 @@ local function claim(member, status, attempt, gen, runAt, version, redelivered)
     redis.call("HDEL", K.meta, member)
     return
   end
-  metas[#metas + 1] = member
-  metas[#metas + 1] = formatMeta("dispatched", attempt, gen + 1, runAt, version)
-  leases[#leases + 1] = math.max(runAt, now) + leaseMs
-  leases[#leases + 1] = member
+  queueMeta(member, "dispatched", attempt, gen + 1, runAt, version)
+  queueLease(member, math.max(runAt, now) + leaseMs)
   countStats(member, body, status, "dispatched")
   out[#out + 1] = member
   out[#out + 1] = runAt
@@ -269,13 +265,7 @@ end
 dueRemMany(fromDue)
 -- Paced only while the budget keeps due events waiting: the caller then comes back soon.
 paced = paced and #redis.call("ZRANGEBYSCORE", K.due, "-inf", dueUntil, "LIMIT", 0, 1) > 0
-if #metas > 0 then
-  callInSlices("HSET", K.meta, metas)
-end
-if #leases > 0 then
-  callInSlices("ZADD", K.leased, leases)
-end
-flushStats(K.stats)
+flushWrites()
 local reply = {CODE.OK, #quarantined, parked, paced and 1 or 0, 0}
 for group, n in pairs(taken) do
   reply[#reply + 1] = group

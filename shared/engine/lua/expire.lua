@@ -20,11 +20,7 @@ for _, member in ipairs(old) do
     countStats(member, body, "dead", false)
   end
 end
-if #old > 0 then
-  callInSlices("ZREM", K.dead, old)
-  callInSlices("HDEL", K.body, old)
-  callInSlices("HDEL", K.meta, old)
-end
+dropMany(K.dead, old)
 flushStats(K.stats)
 redis.call("ZREMRANGEBYSCORE", K.cancelled, "-inf", "(" .. ARGV[1])
 return #old

@@ -25,13 +25,9 @@
 local member = ARGV[1]
 local runAt = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
-local body = redis.call("HGET", K.body, member)
-if not body then
-  return {CODE.NOT_FOUND}
-end
-local status, attempt, gen, _, version = readMeta(K.meta, member, 0)
-if not status then
-  return {CODE.CONFLICT, "unreadable"}
+local refused, body, status, attempt, gen, _, version = lookup(member, CODE.CONFLICT)
+if refused then
+  return refused
 end
 if status == "running" or status == "dead" then
   return {CODE.CONFLICT, status}

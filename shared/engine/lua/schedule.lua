@@ -54,7 +54,6 @@ local function mayDispatch(runAt)
 end
 local codes = {}
 local due = {}
-local leased = {}
 
 for i = 6, #ARGV, 3 do
   local member, runAt, body = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
@@ -68,8 +67,7 @@ for i = 6, #ARGV, 3 do
   elseif runAt <= dispatchUntil and mayDispatch(runAt) then
     redis.call("HSET", K.body, member, body)
     writeMeta(K.meta, member, "dispatched", 0, 1, runAt)
-    leased[#leased + 1] = math.max(runAt, now) + leaseMs
-    leased[#leased + 1] = member
+    queueLease(member, math.max(runAt, now) + leaseMs)
     countStats(member, body, false, "dispatched")
     codes[#codes + 1] = CODE.DISPATCHED
   else
@@ -81,11 +79,6 @@ for i = 6, #ARGV, 3 do
   end
 end
 
-if #due > 0 then
-  dueAddMany(due)
-end
-if #leased > 0 then
-  callInSlices("ZADD", K.leased, leased)
-end
-flushStats(K.stats)
+dueAddMany(due)
+flushWrites()
 return codes

@@ -28,9 +28,7 @@ if ARGV[1] == "" then
 end
 local deadline = now + tonumber(ARGV[2])
 local out = {}
-local leases = {}
 local started = {}
-local metas = {}
 
 for i = 3, #ARGV, 2 do
   local member, gen = ARGV[i], tonumber(ARGV[i + 1])
@@ -54,21 +52,13 @@ for i = 3, #ARGV, 2 do
       out[#out + 1] = CODE.EARLY; out[#out + 1] = runAt; out[#out + 1] = now
     else
       started[member] = true
-      metas[#metas + 1] = member
-      metas[#metas + 1] = formatMeta("running", attempt + 1, gen, runAt, version)
-      leases[#leases + 1] = deadline
-      leases[#leases + 1] = member
+      queueMeta(member, "running", attempt + 1, gen, runAt, version)
+      queueLease(member, deadline)
       countStats(member, body, "dispatched", "running")
       out[#out + 1] = CODE.OK; out[#out + 1] = attempt + 1; out[#out + 1] = body
     end
   end
 end
 
-if #metas > 0 then
-  callInSlices("HSET", K.meta, metas)
-end
-if #leases > 0 then
-  callInSlices("ZADD", K.leased, leases)
-end
-flushStats(K.stats)
+flushWrites()
 return out

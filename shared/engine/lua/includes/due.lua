@@ -67,24 +67,34 @@ local function windowAdd(tenant, list)
   return changed
 end
 
--- Adds or moves waiting events: `entries` is ZADD's flat list, runAt1, member1, runAt2, member2, ...
-local function dueAddMany(entries)
-  if #entries == 0 then
-    return
-  end
-  callInSlices("ZADD", K.due, entries)
+-- Runs `command` (ZADD or ZREM) on `due` over a flat list whose every `step` values end with a
+-- member, and returns the same list split by tenant, each member's id in its place, for the caller
+-- to bring the windows in line: ({ runAt1, member1, ... }, 2) gives each tenant { runAt1, id1, ... },
+-- and (members, 1) each tenant its ids.
+local function dueWrite(command, list, step)
   local groups = {}
-  for i = 1, #entries, 2 do
-    local tenant, id = splitMember(entries[i + 1])
+  if #list == 0 then
+    return groups
+  end
+  callInSlices(command, K.due, list)
+  for i = step, #list, step do
+    local tenant, id = splitMember(list[i])
     local group = groups[tenant]
     if not group then
       group = {}
       groups[tenant] = group
     end
-    group[#group + 1] = entries[i]
+    for j = i - step + 1, i - 1 do
+      group[#group + 1] = list[j]
+    end
     group[#group + 1] = id
   end
-  for tenant, group in pairs(groups) do
+  return groups
+end
+
+-- Adds or moves waiting events: `entries` is ZADD's flat list, runAt1, member1, runAt2, member2, ...
+local function dueAddMany(entries)
+  for tenant, group in pairs(dueWrite("ZADD", entries, 2)) do
     if windowAdd(tenant, group) then
       dueRefresh(tenant)
     end
@@ -93,21 +103,7 @@ end
 
 -- Takes members out of `due` and out of their tenants' zsets (members not there are ignored).
 local function dueRemMany(members)
-  if #members == 0 then
-    return
-  end
-  callInSlices("ZREM", K.due, members)
-  local groups = {}
-  for _, member in ipairs(members) do
-    local tenant, id = splitMember(member)
-    local group = groups[tenant]
-    if not group then
-      group = {}
-      groups[tenant] = group
-    end
-    group[#group + 1] = id
-  end
-  for tenant, group in pairs(groups) do
+  for tenant, group in pairs(dueWrite("ZREM", members, 1)) do
     callInSlices("ZREM", tenantDueKey(tenant), group)
     dueRefresh(tenant)
   end

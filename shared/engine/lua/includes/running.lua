@@ -3,13 +3,9 @@
 -- the attempt that ended. Returns early unless the event is running under that gen; otherwise it
 -- leaves `member`, `body`, and the meta fields (`status`, `attempt`, `gen`, `runAt`, `version`).
 local member = ARGV[1]
-local body = redis.call("HGET", K.body, member)
-if not body then
-  return {CODE.NOT_FOUND}
-end
-local status, attempt, gen, runAt, version = readMeta(K.meta, member, 0)
-if not status then
-  return {CODE.STALE, "unreadable"}
+local refused, body, status, attempt, gen, runAt, version = lookup(member, CODE.STALE)
+if refused then
+  return refused
 end
 if status ~= "running" or gen ~= tonumber(ARGV[2]) then
   return {CODE.STALE, status}

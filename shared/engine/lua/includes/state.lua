@@ -43,6 +43,21 @@ local function readMeta(metaKey, member, defaultRunAt)
   return status, attempt, gen, runAt, version
 end
 
+-- Looks up the one event a script acts on. Returns false, then its body and meta (status, attempt,
+-- gen, runAt, version); or the reply that refuses it: {NOT_FOUND} when it is not indexed, and
+-- {unreadable, "unreadable"} when its meta cannot be read (the next claim quarantines it).
+local function lookup(member, unreadable)
+  local body = redis.call("HGET", K.body, member)
+  if not body then
+    return {CODE.NOT_FOUND}
+  end
+  local status, attempt, gen, runAt, version = readMeta(K.meta, member, 0)
+  if not status then
+    return {unreadable, "unreadable"}
+  end
+  return false, body, status, attempt, gen, runAt, version
+end
+
 local function formatMeta(status, attempt, gen, runAt, version)
   local text = status .. "|" .. string.format("%d", attempt) .. "|" .. string.format("%d", gen) .. "|" ..
     string.format("%d", runAt)
@@ -152,6 +167,17 @@ local function dropEntry(member, body, from, to)
   bumpStats(K.stats, member, body, from, to)
 end
 
+-- Takes many entries out of the index at once: out of `set` (the one sorted set they are all in),
+-- their bodies and their metas. The caller counts their stats (countStats).
+local function dropMany(set, members)
+  if #members == 0 then
+    return
+  end
+  callInSlices("ZREM", set, members)
+  callInSlices("HDEL", K.body, members)
+  callInSlices("HDEL", K.meta, members)
+end
+
 -- For scripts that move many events at once: count moves in a table, then write each counter
 -- once with flushStats, instead of two HINCRBY per event.
 local statsDelta = {}
@@ -175,4 +201,31 @@ local function flushStats(statsKey)
     end
   end
   statsDelta = {}
+end
+
+-- Likewise for meta and lease writes: queueMeta and queueLease gather them, and flushWrites makes
+-- them at the end (one HSET on K.meta, one ZADD on K.leased, in slices) with the stats.
+local metaWrites = {}
+local leaseWrites = {}
+
+local function queueMeta(member, status, attempt, gen, runAt, version)
+  metaWrites[#metaWrites + 1] = member
+  metaWrites[#metaWrites + 1] = formatMeta(status, attempt, gen, runAt, version)
+end
+
+local function queueLease(member, deadline)
+  leaseWrites[#leaseWrites + 1] = deadline
+  leaseWrites[#leaseWrites + 1] = member
+end
+
+local function flushWrites()
+  if #metaWrites > 0 then
+    callInSlices("HSET", K.meta, metaWrites)
+  end
+  if #leaseWrites > 0 then
+    callInSlices("ZADD", K.leased, leaseWrites)
+  end
+  metaWrites = {}
+  leaseWrites = {}
+  flushStats(K.stats)
 end
