@@ -6,7 +6,7 @@ import { EventNotFoundError } from "../../shared/events/errors.ts";
 import { DynamoSigningStateStore } from "../../shared/handlers/signing.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
 import { captured, engine, intercept } from "../support/engine.ts";
-import { type TestHourglass, testHourglass } from "../support/harness.ts";
+import { signal, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
 import { freePort } from "../support/redis-servers.ts";
 
@@ -212,18 +212,12 @@ describe("chaos findings", () => {
     const id = "ahead";
     const soon = Date.now() + 300;
     const later = Date.now() + 60_000;
-    let release!: () => void;
-    const gate = new Promise<void>((done) => {
-      release = done;
-    });
-    let reached!: () => void;
-    const atJournal = new Promise<void>((done) => {
-      reached = done;
-    });
+    const gate = signal();
+    const atJournal = signal();
     const stalled = engine(hg, {
       journal: intercept(hg.journal!, "reschedule", async (original, ...args) => {
-        reached();
-        await gate;
+        atJournal.fire();
+        await gate.promise;
         return original(...args);
       }),
     });
@@ -235,7 +229,7 @@ describe("chaos findings", () => {
         const created = await original(...args);
         await hg.events.reschedule(tenant, id, { runAt: new Date(soon).toISOString() });
         second = stalled.service.reschedule(tenant, id, { runAt: new Date(later).toISOString() });
-        await atJournal;
+        await atJournal.promise;
         return created;
       }),
     });
@@ -248,7 +242,7 @@ describe("chaos findings", () => {
     await new Promise((done) => setTimeout(done, Math.max(0, soon - Date.now())));
     await parts.dispatcher.tick(1_000);
     for (const message of messages.splice(0)) await parts.worker.process(message);
-    release();
+    gate.fire();
     expect((await second)?.runAt).toBe(later);
     expect(rec.runsOf(id)).toHaveLength(0);
     expect((await hg.index.inspect(`${tenant}/${id}`))?.runAt).toBe(later);
@@ -264,18 +258,12 @@ describe("chaos findings", () => {
       const tenant = `chaos-reschedule-race-other-order${far ? "-far" : ""}`;
       // A far time (beyond the near horizon) leaves the index, for the loader to promote later.
       const later = Date.now() + (far ? 2 * 3_600_000 : 60_000);
-      let release!: () => void;
-      const gate = new Promise<void>((done) => {
-        release = done;
-      });
-      let reached!: () => void;
-      const atJournal = new Promise<void>((done) => {
-        reached = done;
-      });
+      const gate = signal();
+      const atJournal = signal();
       const rescheduler = engine(hg, {
         journal: intercept(hg.journal!, "reschedule", async (original, ...args) => {
-          reached();
-          await gate;
+          atJournal.fire();
+          await gate.promise;
           return original(...args);
         }),
       });
@@ -288,7 +276,7 @@ describe("chaos findings", () => {
           rescheduled = rescheduler.service.reschedule(tenant, "moved-other-order", {
             runAt: new Date(later).toISOString(),
           });
-          await atJournal;
+          await atJournal.promise;
           return created;
         }),
       });
@@ -298,7 +286,7 @@ describe("chaos findings", () => {
         payload: {},
         runAt: new Date(Date.now() + 200).toISOString(),
       });
-      release();
+      gate.fire();
       await rescheduled;
       const live = await hg.index.inspect(`${tenant}/moved-other-order`);
       if (far) expect(live).toBeUndefined();

@@ -104,3 +104,12 @@ export async function eventually<T>(
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
 }
+
+/** A gate for ordering two calls in a test: one awaits `promise`, the other calls `fire`. */
+export function signal(): { readonly promise: Promise<void>; readonly fire: () => void } {
+  let fire!: () => void;
+  const promise = new Promise<void>((done) => {
+    fire = done;
+  });
+  return { promise, fire };
+}
