@@ -29,6 +29,23 @@ afterAll(async () => {
   await hg?.destroy();
 });
 
+/**
+ * An engine whose journal reschedule waits before its write until `gate` fires; `reached` fires
+ * when it gets there, so a test can run another call in that window.
+ */
+function stalledReschedule() {
+  const gate = signal();
+  const reached = signal();
+  const parts = engine(hg, {
+    journal: intercept(hg.journal!, "reschedule", async (original, ...args) => {
+      reached.fire();
+      await gate.promise;
+      return original(...args);
+    }),
+  });
+  return { parts, gate, reached };
+}
+
 describe("chaos findings", () => {
   // Soak seed 1 (short profile, 30 s of load), event e-5: a create was slow under load; a cancel of
   // the same id sent meanwhile answered 404; the create then answered 201 (and a repeat 200), and
@@ -212,15 +229,7 @@ describe("chaos findings", () => {
     const id = "ahead";
     const soon = Date.now() + 300;
     const later = Date.now() + 60_000;
-    const gate = signal();
-    const atJournal = signal();
-    const stalled = engine(hg, {
-      journal: intercept(hg.journal!, "reschedule", async (original, ...args) => {
-        atJournal.fire();
-        await gate.promise;
-        return original(...args);
-      }),
-    });
+    const { parts: stalled, gate, reached: atJournal } = stalledReschedule();
     let second: Promise<{ runAt: number }> | undefined;
     const { messages, transport } = captured();
     const parts = engine(hg, {
@@ -258,15 +267,7 @@ describe("chaos findings", () => {
       const tenant = `chaos-reschedule-race-other-order${far ? "-far" : ""}`;
       // A far time (beyond the near horizon) leaves the index, for the loader to promote later.
       const later = Date.now() + (far ? 2 * 3_600_000 : 60_000);
-      const gate = signal();
-      const atJournal = signal();
-      const rescheduler = engine(hg, {
-        journal: intercept(hg.journal!, "reschedule", async (original, ...args) => {
-          atJournal.fire();
-          await gate.promise;
-          return original(...args);
-        }),
-      });
+      const { parts: rescheduler, gate, reached: atJournal } = stalledReschedule();
       let rescheduled: Promise<unknown> | undefined;
       const { messages, transport } = captured();
       const parts = engine(hg, {

@@ -12,6 +12,7 @@ import { expiryScheduler } from "../../shared/ledger/expiry.ts";
 import { StockLedger } from "../../shared/ledger/ledger-service.ts";
 import type { Reservation } from "../../shared/ledger/model.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
+import { aroundHoldWrite } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 
 /** Invariant 5: no oversell, every change a ledger entry, counters recomputable. Real DynamoDB Local. */
@@ -210,34 +211,24 @@ describe("expiry through the engine", () => {
   it("a hold whose own expiry voided it stays unwritten after another attempt's void, and a redelivered expiry is harmless", async () => {
     const tenant = fresh();
     await ledger.receive(tenant, "bulb", { quantity: 5 });
-    type Writer = (
-      tenant: string,
-      reservation: { expiryEventId: string },
-      ...rest: unknown[]
-    ) => Promise<unknown>;
     const reservations = (ledger as unknown as { reservations: Record<string, unknown> }).reservations;
-    const write = (reservations.writeHold as Writer).bind(reservations);
     const expire = (reservations.expire as (t: string, id: string, e: string) => Promise<string>).bind(
       reservations,
     );
     let first = "";
-    reservations.writeHold = async (
-      t: string,
-      reservation: { expiryEventId: string },
-      ...rest: unknown[]
-    ) => {
+    const restoreWrite = aroundHoldWrite(ledger, async (write, t, reservation, ...rest) => {
       first = reservation.expiryEventId;
       // This attempt's expiry runs first, then another attempt's (request B, the client's retry).
       expect(await expire(t, "cart", first)).toBe("nothing to do");
       expect(await expire(t, "cart", "hold-expire:attempt-b")).toBe("nothing to do");
       return write(t, reservation, ...rest);
-    };
+    });
     try {
       await expect(
         ledger.hold(tenant, { id: "cart", items: [{ sku: "bulb", quantity: 2 }], holdSeconds: 600 }),
       ).rejects.toBeInstanceOf(ReservationStateError);
     } finally {
-      reservations.writeHold = write;
+      restoreWrite();
     }
     expect((await ledger.stock(tenant, "bulb")).held).toBe(0);
     // Redelivered after it wrote its void: still nothing to do, and nothing held.

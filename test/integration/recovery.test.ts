@@ -6,6 +6,7 @@ import { defineHandler } from "../../shared/handlers/registry.ts";
 import { ReservationStateError } from "../../shared/ledger/errors.ts";
 import { provision } from "../../shared/local/provision.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
+import { aroundHoldWrite } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
 import { freePort, type RedisServer, startRedisServer } from "../support/redis-servers.ts";
@@ -227,19 +228,8 @@ describe("losing a whole service loses no event", () => {
     const tenant = "sendfail";
     const ledger = hg.ledger!;
     await ledger.receive(tenant, "sku", { quantity: 10 });
-    const reservations = (ledger as unknown as { reservations: Record<string, unknown> }).reservations;
-    type Write = (
-      tenant: string,
-      reservation: { expiryEventId: string },
-      ...rest: unknown[]
-    ) => Promise<unknown>;
-    const write = (reservations.writeHold as Write).bind(reservations);
     let expiryEventId = "";
-    reservations.writeHold = async (
-      t: string,
-      reservation: { expiryEventId: string },
-      ...rest: unknown[]
-    ) => {
+    const restoreWrite = aroundHoldWrite(ledger, async (write, t, reservation, ...rest) => {
       expiryEventId = reservation.expiryEventId;
       await (hg.redis as Redis).flushall();
       sqs = await startSqs();
@@ -250,7 +240,7 @@ describe("losing a whole service loses no event", () => {
         "the expiry event to run",
       );
       return write(t, reservation, ...rest);
-    };
+    });
     await sqs.close();
     const runtime = startRuntime(hg, { tickMs: 100 });
     try {
@@ -273,7 +263,7 @@ describe("losing a whole service loses no event", () => {
         "the ordinary event to run",
       );
       // The void names that attempt only: the client's retry under the same id holds.
-      reservations.writeHold = write;
+      restoreWrite();
       const again = await ledger.hold(tenant, {
         id: "r-1",
         items: [{ sku: "sku", quantity: 2 }],
@@ -284,7 +274,7 @@ describe("losing a whole service loses no event", () => {
       await ledger.release(tenant, "r-1", "cancelled");
     } finally {
       await runtime.stop();
-      reservations.writeHold = write;
+      restoreWrite();
     }
   });
 });

@@ -2,6 +2,7 @@ import type { EngineDeps } from "../../shared/events/deps.ts";
 import { Dispatcher } from "../../shared/events/dispatcher.ts";
 import { EventService } from "../../shared/events/service.ts";
 import { Worker } from "../../shared/events/worker.ts";
+import type { StockLedger } from "../../shared/ledger/ledger-service.ts";
 import { silentLogger } from "../../shared/logger.ts";
 import type { DispatchMessage } from "../../shared/model/message.ts";
 import type { Transport } from "../../shared/transport/transport.ts";
@@ -96,4 +97,27 @@ let tenants = 0;
 export function freshTenant(label = "t"): string {
   tenants++;
   return `${label}${process.pid}x${tenants}`;
+}
+
+/** The ledger's own write of a hold, as `aroundHoldWrite` hands it to the test. */
+export type HoldWrite = (
+  tenant: string,
+  reservation: { expiryEventId: string },
+  ...rest: unknown[]
+) => Promise<unknown>;
+
+/**
+ * Runs `around` in place of the ledger's hold write (after the hold's expiry event is scheduled,
+ * before the hold is written), so a test can land a fault in that window. Returns the undo.
+ */
+export function aroundHoldWrite(
+  ledger: StockLedger,
+  around: (write: HoldWrite, ...args: Parameters<HoldWrite>) => Promise<unknown>,
+): () => void {
+  const reservations = (ledger as unknown as { reservations: Record<string, unknown> }).reservations;
+  const write = (reservations.writeHold as HoldWrite).bind(reservations);
+  reservations.writeHold = (...args: Parameters<HoldWrite>) => around(write, ...args);
+  return () => {
+    reservations.writeHold = write;
+  };
 }
