@@ -3,7 +3,7 @@ import { notExists } from "../dynamo/conditions.ts";
 import { onlyIf } from "../dynamo/expression.ts";
 import { onConditionFailed } from "../dynamo/failures.ts";
 import { decodeCursor, encodeCursor } from "../journal/cursor.ts";
-import { ledgerKey, sequenceOf, snapshotKey } from "./keys.ts";
+import { entryKey, ledgerKey, sequenceOf, snapshotKey } from "./keys.ts";
 import { apply, type LedgerEntry, type StockLevels } from "./model.ts";
 
 const ZERO: StockLevels = { onHand: 0, held: 0, sold: 0 };
@@ -49,9 +49,12 @@ export class LedgerHistory {
    * The levels the ledger says, from the latest snapshot plus the entries after it. When that
    * tail is long, its settled part is folded into a new snapshot first, so the next read is short.
    */
-  async recompute(tenant: string, sku: string) {
-    let snapshot = await this.latestSnapshot(tenant, sku);
-    let tail = await this.entriesAfter(tenant, sku, snapshot?.upTo);
+  async recompute(tenant: string, sku: string, upToSeq: number) {
+    // Entries from before the sequence sort before every numbered one, so "up to number n"
+    // includes them all, and n = 0 means exactly them.
+    const upTo = entryKey(upToSeq);
+    let snapshot = await this.latestSnapshot(tenant, sku, upTo);
+    let tail = await this.entriesAfter(tenant, sku, snapshot?.upTo, upTo);
     if (tail.length >= this.snapshotEvery) {
       const written = await this.writeSnapshot(tenant, sku, snapshot, tail);
       if (written) {
@@ -66,12 +69,13 @@ export class LedgerHistory {
     return { levels, entriesRead: tail.length, snapshotUpTo: snapshot?.upTo };
   }
 
-  private async latestSnapshot(tenant: string, sku: string): Promise<Snapshot | undefined> {
+  /** The latest snapshot covering no entry after `upTo`. */
+  private async latestSnapshot(tenant: string, sku: string, upTo: string): Promise<Snapshot | undefined> {
     const reply = await this.doc.send(
       new QueryCommand({
         TableName: this.table,
-        KeyConditionExpression: "pk = :pk",
-        ExpressionAttributeValues: { ":pk": snapshotKey(tenant, sku) },
+        KeyConditionExpression: "pk = :pk AND sk <= :upTo",
+        ExpressionAttributeValues: { ":pk": snapshotKey(tenant, sku), ":upTo": upTo },
         ScanIndexForward: false,
         Limit: 1,
         ConsistentRead: true,
@@ -83,17 +87,20 @@ export class LedgerHistory {
       : undefined;
   }
 
-  private async entriesAfter(tenant: string, sku: string, after: string | undefined): Promise<LedgerEntry[]> {
+  /** The entries after `after` (from the first, without it) up to `upTo`, inclusive. */
+  private async entriesAfter(
+    tenant: string,
+    sku: string,
+    after: string | undefined,
+    upTo: string,
+  ): Promise<LedgerEntry[]> {
     const entries: LedgerEntry[] = [];
     let start: Record<string, unknown> | undefined;
     do {
       const reply = await this.doc.send(
         new QueryCommand({
           TableName: this.table,
-          KeyConditionExpression: after ? "pk = :pk AND sk > :after" : "pk = :pk",
-          ExpressionAttributeValues: after
-            ? { ":pk": ledgerKey(tenant, sku), ":after": after }
-            : { ":pk": ledgerKey(tenant, sku) },
+          ...entryRange(ledgerKey(tenant, sku), after, upTo),
           ExclusiveStartKey: start,
           ConsistentRead: true,
         }),
@@ -101,7 +108,7 @@ export class LedgerHistory {
       entries.push(...((reply.Items ?? []) as LedgerEntry[]));
       start = reply.LastEvaluatedKey;
     } while (start);
-    return entries;
+    return after === undefined ? entries : entries.filter((entry) => entry.sk > after);
   }
 
   /** Folds the settled start of `tail` into a snapshot; a concurrent identical one is fine. */
@@ -155,4 +162,22 @@ export class LedgerHistory {
     }
     return settled;
   }
+}
+
+/**
+ * The key condition of a partition's entries after `after` up to `upTo` (inclusive). A key
+ * condition takes one comparison of the sort key, so a range with both ends is `BETWEEN`, which
+ * includes `after` itself: the caller drops it. `after <= upTo` always holds here, since the
+ * snapshot that gives `after` was itself chosen at or before `upTo`.
+ */
+function entryRange(pk: string, after: string | undefined, upTo: string) {
+  return after === undefined
+    ? {
+        KeyConditionExpression: "pk = :pk AND sk <= :upTo",
+        ExpressionAttributeValues: { ":pk": pk, ":upTo": upTo },
+      }
+    : {
+        KeyConditionExpression: "pk = :pk AND sk BETWEEN :after AND :upTo",
+        ExpressionAttributeValues: { ":pk": pk, ":after": after, ":upTo": upTo },
+      };
 }

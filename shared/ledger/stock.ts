@@ -63,6 +63,11 @@ export class StockService {
   }
 
   async stock(tenant: string, sku: string): Promise<StockView> {
+    return (await this.counter(tenant, sku)).view;
+  }
+
+  /** The counter as it stands, with `seq`: the number of the last entry it counts (0: none). */
+  private async counter(tenant: string, sku: string): Promise<{ view: StockView; seq: number }> {
     const { Item } = await this.doc.send(
       new GetCommand({
         TableName: this.table,
@@ -70,7 +75,10 @@ export class StockService {
         ConsistentRead: true,
       }),
     );
-    return view(sku, { onHand: Item?.onHand ?? 0, held: Item?.held ?? 0, sold: Item?.sold ?? 0 });
+    return {
+      view: view(sku, { onHand: Item?.onHand ?? 0, held: Item?.held ?? 0, sold: Item?.sold ?? 0 }),
+      seq: Number(Item?.seq ?? 0),
+    };
   }
 
   /** A SKU's ledger entries, in the order they committed. */
@@ -81,12 +89,16 @@ export class StockService {
   /**
    * Recomputes on-hand, held and sold from the ledger (the latest snapshot plus the entries after
    * it) and reports any drift from the counters. Raw entries are never deleted.
+   *
+   * The ledger is read up to the entry the counter last counted (its `seq`), so both sides
+   * describe the same instant: a change that commits while reconcile runs is in neither, and
+   * cannot show as drift. Read side by side, a release committed between the two reads showed
+   * its entry without the counter's change (a hold of 4 "drifting" by 4).
    */
   async reconcile(tenant: string, sku: string): Promise<ReconcileReport> {
-    const [recomputed, counters] = await Promise.all([
-      this.history.recompute(tenant, sku),
-      this.stock(tenant, sku),
-    ]);
+    const counter = await this.counter(tenant, sku);
+    const counters = counter.view;
+    const recomputed = await this.history.recompute(tenant, sku, counter.seq);
     const ledger = recomputed.levels;
     const drift = {
       onHand: counters.onHand - ledger.onHand,

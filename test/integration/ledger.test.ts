@@ -436,6 +436,47 @@ describe("the ledger explains the counters", () => {
     expect((await compacting.ledger(tenant, "bulk", 100)).entries).toHaveLength(13);
   });
 
+  it("reports no drift when a change commits while it reads, with or without a snapshot", async () => {
+    // Prepare: a ledger whose client lets another writer commit a change just before each of
+    // reconcile's ledger reads, the instant at which reading the counter beside the ledger saw
+    // the entry without its counter change (a drift that was not there).
+    const tenant = fresh();
+    const other = compactingLedger();
+    const client: DynamoDBClient = createDynamoClient();
+    const interfere = { armed: false, fired: 0 };
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === "QueryCommand" && interfere.armed) {
+          interfere.armed = false;
+          interfere.fired++;
+          await other.receive(tenant, "racy", { quantity: 1 });
+        }
+        return next(args);
+      },
+      { step: "build", name: "commitDuringReconcile" },
+    );
+    const racing = new StockLedger(
+      client,
+      hg.config.tables.ledger,
+      { schedule: async () => {}, cancel: async () => {} },
+      { snapshotEvery: 5, settleMs: 0 },
+    );
+    // Act and assess: short (no snapshot yet), then long enough that a snapshot is written.
+    for (const receipts of [2, 7]) {
+      for (let i = 0; i < receipts; i++) await other.receive(tenant, "racy", { quantity: 1 });
+      interfere.armed = true;
+      const report = await racing.reconcile(tenant, "racy");
+      expect(interfere.fired, "the change committed during the reconcile").toBeGreaterThan(0);
+      expect(report.ok, JSON.stringify(report)).toBe(true);
+      expect(report.ledger.onHand).toBe(report.counters.onHand);
+    }
+    // The change made during the read is counted by the next one.
+    const after = await racing.reconcile(tenant, "racy");
+    expect(after.ok).toBe(true);
+    expect(after.counters.onHand).toBe(11);
+    expect(after.ledger.onHand).toBe(11);
+  });
+
   it("counts a receipt sent twice with the same id once", async () => {
     const tenant = fresh();
     await ledger.receive(tenant, "dup", { quantity: 7, id: "po-1" });
