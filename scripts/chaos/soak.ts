@@ -289,7 +289,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     log(`load done (${plan.ops.length} planned operations); quiet period`);
     // Long enough for every hold to have expired (plus grace) and every event to settle.
     const holdsEndBy = loadEndsAt + 6_000 + HOLD_GRACE_MS;
-    await client.settle(quietAt + plan.profile.quietMs);
+    // Up to twice the quiet period while events are still finishing (a slow machine), never less.
+    await client.settle(quietAt + plan.profile.quietMs, quietAt + 2 * plan.profile.quietMs);
     const rest = Math.min(holdsEndBy, quietAt + plan.profile.quietMs) - Date.now();
     if (rest > 0) await sleep(rest);
     history.write({ kind: "phase", phase: "final", at: Date.now() });

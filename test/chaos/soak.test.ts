@@ -21,7 +21,7 @@ const SEED = 8;
 const KNOWN = new Set<string>([]);
 
 describe("chaos soak, short profile", () => {
-  it(`seed ${SEED}: no violation of invariants 1–8 under faults`, { timeout: 300_000 }, async () => {
+  it(`seed ${SEED}: no violation of invariants 1–8 under faults`, { timeout: 420_000 }, async () => {
     const result = await runSoak({
       seed: SEED,
       profile: PROFILES.short,
