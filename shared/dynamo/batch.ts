@@ -65,22 +65,64 @@ export interface BatchPutSpec {
   readonly table: string;
   /** Unconditional puts: BatchWriteItem has no conditions, so use it only where none is needed. */
   readonly items: readonly object[];
+  /** The table's key attributes: how an item DynamoDB left unprocessed is told from the others. */
+  readonly key: readonly string[];
   /** Requests of up to 25 puts in flight at once. */
   readonly concurrency: number;
+  /** Sends of one request's unprocessed items after the first. @default 12 (about eight seconds) */
+  readonly retries?: number;
 }
 
-/** Writes items, 25 a request, retrying the ones DynamoDB leaves unprocessed. */
-export async function batchPut(doc: DynamoDBDocumentClient, spec: BatchPutSpec): Promise<void> {
-  const requests = spec.items.map((item): BatchWriteWriteRequest => ({ PutRequest: { Item: item as Key } }));
+/** An item a batch put did not write, by its position in `items`, and why. */
+export interface BatchPutFailure {
+  readonly index: number;
+  readonly error: Error;
+}
+
+/**
+ * Writes items, 25 a request, retrying the ones DynamoDB leaves unprocessed with a growing pause.
+ * Answers the items it could not write: still unprocessed after every retry (UnprocessedRequestError)
+ * or in a request that failed (the SDK's error, after its own retries). Every item not listed is
+ * written; none is dropped unreported. A request that failed may still have been applied, so a
+ * listed item is "not known to be written", never "known absent".
+ */
+export async function batchPut(doc: DynamoDBDocumentClient, spec: BatchPutSpec): Promise<BatchPutFailure[]> {
+  const keyOf = (item: object) =>
+    JSON.stringify(spec.key.map((name) => (item as Record<string, unknown>)[name]));
+  const requests = spec.items.map((item, index) => ({
+    index,
+    key: keyOf(item),
+    request: { PutRequest: { Item: item as Key } } satisfies BatchWriteWriteRequest,
+  }));
+  const failed: BatchPutFailure[] = [];
   await pMap(
     chunks(requests, WRITE_LIMIT),
-    (chunk) =>
-      untilProcessed("BatchWriteItem", chunk, async (request) => {
-        const reply = await doc.send(new BatchWriteCommand({ RequestItems: { [spec.table]: request } }));
-        return reply.UnprocessedItems?.[spec.table];
-      }),
+    async (chunk) => {
+      let left = chunk;
+      for (let round = 0; left.length > 0; round++) {
+        if (round > (spec.retries ?? MAX_ROUNDS)) {
+          const error = new UnprocessedRequestError("BatchWriteItem", round);
+          for (const { index } of left) failed.push({ index, error });
+          return;
+        }
+        if (round > 0) await pause(Math.min(1_000, 20 * 2 ** round));
+        let unprocessed: BatchWriteWriteRequest[];
+        try {
+          const reply = await doc.send(
+            new BatchWriteCommand({ RequestItems: { [spec.table]: left.map(({ request }) => request) } }),
+          );
+          unprocessed = reply.UnprocessedItems?.[spec.table] ?? [];
+        } catch (error) {
+          for (const { index } of left) failed.push({ index, error: error as Error });
+          return;
+        }
+        const again = new Set(unprocessed.map((r) => (r.PutRequest?.Item ? keyOf(r.PutRequest.Item) : "")));
+        left = left.filter(({ key }) => again.has(key));
+      }
+    },
     { concurrency: spec.concurrency },
   );
+  return failed.sort((a, b) => a.index - b.index);
 }
 
 /** Sends `first`, then what each reply left unprocessed, with a growing pause, until nothing is left. */

@@ -98,7 +98,8 @@ export class EventIntake {
   /**
    * Writes the journal items. A repeat of an id answers with the event it names (or, with other
    * content, an idempotency conflict) in `results`; a pending repeat is indexed again, since the
-   * first request may have crashed between the journal and the index.
+   * first request may have crashed between the journal and the index. An event whose write failed
+   * while others of the batch were written gets that failure as its result.
    */
   private async journalFirst(
     journal: EventJournal,
@@ -120,6 +121,11 @@ export class EventIntake {
         toIndex.push({ event, position });
         return;
       }
+      if ("error" in result) {
+        // Not known to be durable: answered as failed, and never indexed or announced.
+        results[position] = { ok: false, index: position, error: result.error };
+        return;
+      }
       const existing = viewOf(result.existing, config.retry.maxAttempts);
       if (result.existing.fingerprint !== event.fingerprint) {
         results[position] = { ok: false, index: position, error: new IdempotencyConflictError(existing) };
@@ -128,6 +134,10 @@ export class EventIntake {
       results[position] = { ok: true, outcome: "existing", event: existing };
       if (PENDING_STATUSES.includes(result.existing.status)) repeats.push(result.existing);
     });
+    const failed = created.flatMap((result) => ("error" in result ? [result.error] : []));
+    if (failed.length > 0) {
+      this.deps.logger.error("events not stored", { count: failed.length, error: failed[0] });
+    }
     return { toIndex, repeats };
   }
 

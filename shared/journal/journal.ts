@@ -28,14 +28,20 @@ export type CreateResult =
   | { readonly created: true }
   | { readonly created: false; readonly existing: JournalItem };
 
+/** What `createMany` answers per event: also the write that failed, for that event alone. */
+export type BatchCreateResult = CreateResult | { readonly created: false; readonly error: Error };
+
 /**
  * Puts in flight per batch create. The SDK's default agent keeps 50 sockets, so this leaves room
  * for the process's other requests; DynamoDB Local serves about 440 conditional puts a second at
  * 64 in flight and less below (measured), AWS far more.
  */
 const PARALLEL_PUTS = 32;
-/** BatchWriteItem requests (of 25 puts) in flight per batch create. */
-const PARALLEL_BATCH_WRITES = 8;
+/**
+ * BatchWriteItem requests (of 25 puts) in flight per batch create: all 20 of an API batch of 500,
+ * so its journal write takes one round trip, not three (docs/benchmarks.md, durable enqueue).
+ */
+const PARALLEL_BATCH_WRITES = 20;
 const PARALLEL_READS = 8;
 
 /**
@@ -94,29 +100,56 @@ export class EventJournal {
    * Never a transaction: the events of a batch are independent (the API answers per item), and a
    * transactional write costs twice the write units. Never BatchWriteItem for a client's id: it
    * has no conditions, so a repeated id would overwrite the event it names, even a finished one.
+   *
+   * A write that failed (DynamoDB still throttling it after the retries, or its request failing)
+   * is that event's result, `{ created: false, error }`: the others are durable and answered as
+   * such. Only when every write failed does the call throw, so a failed call stored nothing the
+   * caller was not told about.
    */
-  async createMany(events: readonly { event: NewEvent; shard: number }[]): Promise<CreateResult[]> {
+  async createMany(events: readonly { event: NewEvent; shard: number }[]): Promise<BatchCreateResult[]> {
+    const checked = events.filter(({ event }) => event.generatedId !== true);
     const fresh = events.filter(({ event }) => event.generatedId === true);
-    const [checked] = await Promise.all([
+    const [conditional, unwritten] = await Promise.all([
       pMap(
-        events.filter(({ event }) => event.generatedId !== true),
-        ({ event, shard }) => this.create(event, shard),
+        checked,
+        ({ event, shard }) =>
+          this.create(event, shard).catch(
+            (error: unknown): BatchCreateResult => ({
+              created: false,
+              error: error as Error,
+            }),
+          ),
         { concurrency: PARALLEL_PUTS },
       ),
       this.writeFresh(fresh),
     ]);
-    let next = 0;
-    return events.map(({ event }) => (event.generatedId === true ? { created: true } : checked[next++]!));
+    let nextChecked = 0;
+    let nextFresh = 0;
+    const results = events.map(({ event }): BatchCreateResult => {
+      if (event.generatedId !== true) return conditional[nextChecked++]!;
+      const error = unwritten.get(nextFresh++);
+      return error ? { created: false, error } : { created: true };
+    });
+    const failures = results.filter((result) => "error" in result);
+    if (failures.length > 0 && failures.length === results.length) throw failures[0]!.error;
+    return results;
   }
 
-  /** BatchWriteItem, 25 puts a request, retrying what DynamoDB leaves unprocessed. */
-  private async writeFresh(events: readonly { event: NewEvent; shard: number }[]): Promise<void> {
-    // Still throttled after about eight seconds, the call fails (a retried call gets new ids).
-    await batchPut(this.doc, {
+  /**
+   * BatchWriteItem, 25 puts a request, retrying what DynamoDB leaves unprocessed (with backoff, for
+   * about eight seconds). The events it could not write, by position, with the reason.
+   */
+  private async writeFresh(
+    events: readonly { event: NewEvent; shard: number }[],
+  ): Promise<Map<number, Error>> {
+    if (events.length === 0) return new Map();
+    const failed = await batchPut(this.doc, {
       table: this.table,
       items: events.map(({ event, shard }) => toJournalItem(event, shard)),
+      key: ["pk"],
       concurrency: PARALLEL_BATCH_WRITES,
     });
+    return new Map(failed.map(({ index, error }) => [index, error]));
   }
 
   async get(tenant: string, id: string): Promise<JournalItem | undefined> {

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDynamoClient } from "../../shared/aws.ts";
+import { EventJournal } from "../../shared/journal/journal.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
 import { Crash, captured, crashOn, engine } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
@@ -195,6 +197,58 @@ async function neverRuns(id: string, tenant: string, forMs: number) {
   expect(rec.runsOf(id)).toEqual([]);
   expect((await hg.events.get(tenant, id)).status).toBe("cancelled");
 }
+
+describe("a batch whose journal write fails in part", () => {
+  /** The events journal through a client whose BatchWriteItem requests of fewer than 25 puts fail. */
+  function failingShortBatches(): EventJournal {
+    const client = createDynamoClient();
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { RequestItems?: Record<string, unknown[]> };
+        const puts = Object.values(input.RequestItems ?? {})[0]?.length ?? 25;
+        if (context.commandName === "BatchWriteItemCommand" && puts < 25) throw new Error("request failed");
+        return next(args);
+      },
+      { step: "initialize", name: "fail-short-batches" },
+    );
+    return new EventJournal(client, hg.config.tables.events, hg.config.retentionSeconds);
+  }
+
+  it("answers the events it could not write as failed, and stores and indexes the others", async () => {
+    // Prepare: 30 events with generated ids are two BatchWriteItem requests, 25 and 5; the 5 fail.
+    const tenant = `crash${tenantCount++}`;
+    const { service } = engine(hg, { transport: captured().transport, journal: failingShortBatches() });
+    const inputs = Array.from({ length: 30 }, (_, i) => ({
+      type: "test.record",
+      payload: { i },
+      delaySeconds: 3_600,
+    }));
+    // Act
+    const results = await service.scheduleBatch(tenant, inputs);
+    // Assess: 25 created, each durable and indexed; the 5 failed, none stored.
+    const created = results.flatMap((r) => (r.ok ? [r.event.id] : []));
+    expect(created).toHaveLength(25);
+    expect(results.slice(25).every((r) => !r.ok && r.error.message === "request failed")).toBe(true);
+    for (const id of created) {
+      expect(await hg.journal!.get(tenant, id)).toMatchObject({ status: "scheduled" });
+      expect(await hg.index.inspect(`${tenant}/${id}`)).toMatchObject({ status: "scheduled" });
+    }
+    const stored = await hg.events.list(tenant, { limit: 100 });
+    expect(stored.events.map((e) => e.id).sort()).toEqual([...created].sort());
+  });
+
+  it("fails the whole call when no event was written, so its failure means nothing was stored", async () => {
+    const tenant = `crash${tenantCount++}`;
+    const { service } = engine(hg, { transport: captured().transport, journal: failingShortBatches() });
+    const inputs = Array.from({ length: 5 }, () => ({
+      type: "test.record",
+      payload: {},
+      delaySeconds: 3_600,
+    }));
+    await expect(service.scheduleBatch(tenant, inputs)).rejects.toThrow("request failed");
+    expect((await hg.events.list(tenant, { limit: 100 })).events).toEqual([]);
+  });
+});
 
 describe("a crash inside a cancel never lets the event run, nor loses the cancel", () => {
   it("cancel: before the index write (nothing changed; the client's retry cancels it)", async () => {

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDynamoClient } from "../../shared/aws.ts";
 import { batchGet, batchPut } from "../../shared/dynamo/batch.ts";
 import { and, equals, exists, greaterThan, notExists, or } from "../../shared/dynamo/conditions.ts";
+import { UnprocessedRequestError } from "../../shared/dynamo/errors.ts";
 import { increment, onlyIf, update } from "../../shared/dynamo/expression.ts";
 import { onConditionFailed, transactionRefusals } from "../../shared/dynamo/failures.ts";
 import { type TransactItems, transact } from "../../shared/dynamo/transact.ts";
@@ -359,7 +360,7 @@ describe("batchGet and batchPut", () => {
       sk: String(i).padStart(3, "0"),
       n: i,
     }));
-    await batchPut(counted, { table, items, concurrency: 4 });
+    expect(await batchPut(counted, { table, items, key: ["pk", "sk"], concurrency: 4 })).toEqual([]);
     expect(sent.filter((s) => s.command === "BatchWriteItemCommand").map((s) => s.items)).toEqual([
       25, 25, 25, 25, 25, 25, 25, 25, 25, 5,
     ]);
@@ -386,7 +387,7 @@ describe("batchGet and batchPut", () => {
       sk: String(i).padStart(2, "0"),
       body,
     }));
-    await batchPut(doc, { table, items, concurrency: 2 });
+    expect(await batchPut(doc, { table, items, key: ["pk", "sk"], concurrency: 2 })).toEqual([]);
     const asked: number[] = [];
     const counted = watched(/^BatchGetItem/, (input) => {
       asked.push((input.RequestItems as Record<string, { Keys: unknown[] }>)[table]!.Keys.length);
@@ -402,5 +403,78 @@ describe("batchGet and batchPut", () => {
     expect(asked[1]).toBeLessThan(48);
     expect(found.map((item) => item.sk).sort()).toEqual(items.map((item) => item.sk));
     expect(found.every((item) => item.body === body)).toBe(true);
+  });
+});
+
+describe("batchPut when DynamoDB leaves items unprocessed or a request fails", () => {
+  /**
+   * A client whose BatchWriteItem leaves `stuck` items unprocessed every time, `once` items the
+   * first time only, and fails a request that carries a `broken` item.
+   */
+  function throttling(sends: number[]): DynamoDBDocumentClient {
+    const raw = createDynamoClient();
+    const seen = new Set<string>();
+    raw.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== "BatchWriteItemCommand") return next(args);
+        // Before the document client marshals the request, and after it unmarshals the reply.
+        const input = args.input as {
+          RequestItems: Record<string, { PutRequest: { Item: { sk: string } } }[]>;
+        };
+        const requests = input.RequestItems[table]!;
+        sends.push(requests.length);
+        const sk = (r: (typeof requests)[number]) => r.PutRequest.Item.sk;
+        if (requests.some((r) => sk(r).startsWith("broken"))) throw new Error("the request failed");
+        const left = requests.filter(
+          (r) => sk(r).startsWith("stuck") || (sk(r).startsWith("once") && !seen.has(sk(r))),
+        );
+        for (const r of requests) seen.add(sk(r));
+        const kept = requests.filter((r) => !left.includes(r));
+        const unprocessed = left.length > 0 ? { [table]: left } : {};
+        if (kept.length === 0)
+          return { output: { UnprocessedItems: unprocessed, $metadata: {} }, response: {} };
+        const result = await next({ ...args, input: { ...input, RequestItems: { [table]: kept } } });
+        (result.output as { UnprocessedItems?: unknown }).UnprocessedItems = unprocessed;
+        return result;
+      },
+      { step: "initialize", name: "throttle" },
+    );
+    return DynamoDBDocumentClient.from(raw);
+  }
+
+  it("retries the unprocessed items, and reports each item still unwritten, never dropping one", async () => {
+    const sends: number[] = [];
+    const items = [
+      ...Array.from({ length: 20 }, (_, i) => ({ pk: "throttled", sk: `ok-${i}` })),
+      { pk: "throttled", sk: "once-0" },
+      { pk: "throttled", sk: "stuck-0" },
+      { pk: "throttled", sk: "once-1" },
+      { pk: "throttled", sk: "stuck-1" },
+      { pk: "throttled", sk: "ok-20" },
+      ...Array.from({ length: 3 }, (_, i) => ({ pk: "throttled", sk: `broken-${i}` })),
+    ];
+    // Items 25 to 27 are their own request (the second of 25), which fails.
+    const failed = await batchPut(throttling(sends), {
+      table,
+      items,
+      key: ["pk", "sk"],
+      concurrency: 2,
+      retries: 2,
+    });
+    expect(failed.map(({ index }) => items[index]!.sk)).toEqual([
+      "stuck-0",
+      "stuck-1",
+      "broken-0",
+      "broken-1",
+      "broken-2",
+    ]);
+    expect(failed.slice(0, 2).every(({ error }) => error instanceof UnprocessedRequestError)).toBe(true);
+    expect(failed[2]!.error.message).toBe("the request failed");
+    // The first request, then its four unprocessed items (retry 1), then the two stuck ones (retry 2).
+    expect(sends.filter((n) => n !== 3)).toEqual([25, 4, 2]);
+    for (const item of items) {
+      const written = (await read(item.pk, item.sk)) !== undefined;
+      expect({ sk: item.sk, written }).toEqual({ sk: item.sk, written: /^(ok|once)/.test(item.sk) });
+    }
   });
 });

@@ -1,0 +1,34 @@
+import { readdirSync, readFileSync } from "node:fs";
+
+/**
+ * CPU time (ms, user + system) of the DynamoDB Local process listening on `port`, from /proc, or
+ * undefined where /proc is not there. CPU time, unlike wall time, hardly moves with the machine's
+ * load, so per-item figures stay comparable across runs.
+ */
+export function dynamoLocalCpuMs(port: number): number | undefined {
+  try {
+    const pids = readdirSync("/proc")
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          const cmdline = readFileSync(`/proc/${p}/cmdline`, "utf8");
+          return cmdline.includes("DynamoDBLocal.jar") && cmdline.includes(`-port\0${port}\0`);
+        } catch {
+          return false;
+        }
+      });
+    if (pids.length === 0) return undefined;
+    const ticks = pids
+      .map((pid) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" "))
+      .reduce((sum, fields) => sum + Number(fields[11]) + Number(fields[12]), 0);
+    return ticks * 10; // USER_HZ is 100 on Linux
+  } catch {
+    return undefined;
+  }
+}
+
+/** This process's CPU time so far, ms. */
+export function ownCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
