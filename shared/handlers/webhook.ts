@@ -14,13 +14,36 @@ import {
 import { defineHandler } from "./registry.ts";
 import { signatureHeaders, type WebhookSigning } from "./signing.ts";
 
+/**
+ * What Node's HTTP client sends, and nothing else: a header name is an RFC 9110 token, a value
+ * holds tabs, visible ASCII and Latin-1. A payload breaking either used to be accepted and then
+ * fail every attempt (ERR_INVALID_HTTP_TOKEN, ERR_INVALID_CHAR) on its way to the dead letters.
+ */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
 export const webhookPayload = z.object({
   url: z
     .string()
     .url()
     .refine((url) => /^https?:\/\//i.test(url), "must be an http or https URL"),
   method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]).default("POST"),
-  headers: z.record(z.string(), z.string()).optional(),
+  headers: z
+    .record(
+      z.string().regex(HEADER_NAME, "not a header name (letters, digits and !#$%&'*+-.^_`|~)"),
+      z.string(),
+    )
+    .superRefine((headers, ctx) => {
+      for (const [name, value] of Object.entries(headers)) {
+        if (!HEADER_VALUE.test(value))
+          ctx.addIssue({
+            code: "custom",
+            path: [name],
+            message: "a header value holds tabs, visible ASCII and Latin-1 only (no CR, LF or NUL)",
+          });
+      }
+    })
+    .optional(),
   body: z.unknown().optional(),
 });
 
