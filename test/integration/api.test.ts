@@ -68,6 +68,34 @@ describe("POST /v1/events", () => {
     expect(problemOf(conflict).existing).toMatchObject({ id: "invoice-7", payload: { label: "x" } });
   });
 
+  it("refuses the ids . and .., which no URL can address (they could never be read or cancelled)", async () => {
+    const call = asNewTenant();
+    for (const id of [".", ".."]) {
+      const refused = await call("POST", "/v1/events", {
+        id,
+        type: "test.record",
+        payload: {},
+        delaySeconds: 600,
+      });
+      expect(refused.status).toBe(422);
+      expect(problemOf(refused).errors).toEqual([expect.objectContaining({ path: "id" })]);
+      const batch = await call("POST", "/v1/events/batch", {
+        events: [{ id, type: "test.record", payload: {}, delaySeconds: 600 }],
+      });
+      expect(batch.json.results[0]).toMatchObject({
+        status: 422,
+        error: { errors: [{ path: "events[0].id" }] },
+      });
+    }
+    expect((await call("GET", "/v1/events?limit=10")).json.events).toEqual([]);
+    // Dots with anything else are ordinary ids, and addressable.
+    expect(
+      (await call("POST", "/v1/events", { id: "...", type: "test.record", payload: {}, delaySeconds: 600 }))
+        .status,
+    ).toBe(201);
+    expect((await call("DELETE", "/v1/events/...")).json.status).toBe("cancelled");
+  });
+
   it("runs a runAt in the past as soon as possible, and says so", async () => {
     const call = asNewTenant();
     const past = new Date(Date.now() - 60_000).toISOString();

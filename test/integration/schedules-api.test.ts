@@ -51,6 +51,20 @@ describe("POST /v1/schedules", () => {
     expect(problemOf(conflict).existing).toMatchObject({ id: "nightly", cron: "30 2 * * *" });
   });
 
+  it("refuses the ids . and .., which no URL can address, and nothing is created", async () => {
+    for (const id of [".", ".."]) {
+      const refused = await served.api.call("POST", "/v1/schedules", { id, ...base });
+      expect(refused.status).toBe(422);
+      expect(problemOf(refused).errors).toEqual([expect.objectContaining({ path: "id" })]);
+    }
+    const listed = await served.api.call("GET", "/v1/schedules?limit=100");
+    expect(listed.json.schedules.map((s: { id: string }) => s.id)).not.toContain("..");
+    expect(listed.json.schedules.map((s: { id: string }) => s.id)).not.toContain(".");
+    // Dots with anything else are ordinary ids.
+    expect((await served.api.call("POST", "/v1/schedules", { id: "...", ...base })).status).toBe(201);
+    expect((await served.api.call("GET", "/v1/schedules/...")).status).toBe(200);
+  });
+
   it("gives an id when none is sent, and accepts rates", async () => {
     const created = await served.api.call("POST", "/v1/schedules", {
       rate: "5 minutes",
