@@ -90,6 +90,13 @@ describe("POST /v1/schedules", () => {
       "endAt",
       /after/,
     ],
+    ["a cron with an endAt already past", { endAt: "2020-01-01T00:00:00Z" }, "endAt", /before endAt/],
+    [
+      "a cron whose only occurrence is after endAt",
+      { cron: "0 0 1 1 *", startAt: "2027-01-02T00:00:00Z", endAt: "2027-06-01T00:00:00Z" },
+      "endAt",
+      /before endAt/,
+    ],
   ])("refuses %s with a 422 naming the field", async (_, change, path, message) => {
     const response = await served.api.call("POST", "/v1/schedules", { ...base, ...change });
     expect(response.status).toBe(422);
