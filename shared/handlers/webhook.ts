@@ -29,13 +29,16 @@ export const webhookPayload = z.object({
     .refine((url) => /^https?:\/\//i.test(url), "must be an http or https URL"),
   method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]).default("POST"),
   headers: z
-    .record(
-      z.string().regex(HEADER_NAME, "not a header name (letters, digits and !#$%&'*+-.^_`|~)"),
-      z.string(),
-    )
+    .record(z.string(), z.string())
     .superRefine((headers, ctx) => {
       for (const [name, value] of Object.entries(headers)) {
-        if (!HEADER_VALUE.test(value))
+        if (!HEADER_NAME.test(name))
+          ctx.addIssue({
+            code: "custom",
+            path: [name],
+            message: "not a header name (letters, digits and !#$%&'*+-.^_`|~ only)",
+          });
+        else if (!HEADER_VALUE.test(value))
           ctx.addIssue({
             code: "custom",
             path: [name],

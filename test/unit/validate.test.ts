@@ -125,7 +125,10 @@ describe("webhook payloads", () => {
   // These used to be accepted (201), then failed every attempt with ERR_INVALID_HTTP_TOKEN or
   // ERR_INVALID_CHAR and went to the dead letters after all of them.
   it("refuses header names and values no HTTP request can carry, naming the header", () => {
-    expect(headersIssue({ "bad header": "x" })).toMatchObject({ path: "payload.headers.bad header" });
+    expect(headersIssue({ "bad header": "x" })).toEqual({
+      path: "payload.headers.bad header",
+      message: expect.stringMatching(/not a header name/),
+    });
     // The empty name, as the path joins it.
     expect(headersIssue({ "": "x" })).toMatchObject({ path: "payload.headers." });
     expect(headersIssue({ "x-a": "line\r\nInjected: 1" })).toMatchObject({ path: "payload.headers.x-a" });
