@@ -240,6 +240,16 @@ describe("reading, moving and cancelling", () => {
     expect((await call("GET", "/v1/events?limit=0")).status).toBe(422);
     expect((await call("GET", "/v1/events?status=sleeping")).status).toBe(422);
     expect((await call("GET", "/v1/events?cursor=garbage")).status).toBe(422);
+    for (const [query, path] of [
+      ["type=Not-A-Type", "type"],
+      ["type=", "type"],
+      ["scheduleId=..", "scheduleId"],
+      ["scheduleId=has%20space", "scheduleId"],
+    ]) {
+      const refused = await call("GET", `/v1/events?${query}`);
+      expect(refused.status).toBe(422);
+      expect(problemOf(refused).errors).toEqual([expect.objectContaining({ path })]);
+    }
   });
 
   it("pages through a filtered list without skipping a match", async () => {
