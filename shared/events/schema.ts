@@ -19,7 +19,12 @@ export const backoffSchema = z
     delayMs: z.number().int().min(10).max(86_400_000),
     maxDelayMs: z.number().int().min(10).max(86_400_000).optional(),
   })
-  .strict();
+  .strict()
+  // A cap below the first delay contradicts it, and used to win silently (every wait the cap).
+  .refine((b) => b.maxDelayMs === undefined || b.maxDelayMs >= b.delayMs, {
+    path: ["maxDelayMs"],
+    message: "must be at least delayMs",
+  });
 
 /** A URL Hourglass calls with an event's outcome; the webhook address guard applies when it is called. */
 const callbackUrl = z

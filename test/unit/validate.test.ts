@@ -117,6 +117,25 @@ describe("toNewEvent", () => {
   });
 });
 
+describe("retry policies", () => {
+  it("refuses a backoff whose maxDelayMs is below its delayMs, naming maxDelayMs", () => {
+    const backoff = { strategy: "exponential", delayMs: 1_000, maxDelayMs: 10 };
+    expect(issues({ type: "mail.send", payload: { to: "a@b.co" }, delaySeconds: 1, backoff })[0]).toEqual({
+      path: "backoff.maxDelayMs",
+      message: expect.stringMatching(/delayMs/),
+    });
+    const equal = { ...backoff, maxDelayMs: 1_000 };
+    expect(
+      toNewEvent(
+        { type: "mail.send", payload: { to: "a@b.co" }, delaySeconds: 1, backoff: equal },
+        "t",
+        now,
+        rules,
+      ).backoff,
+    ).toEqual(equal);
+  });
+});
+
 describe("webhook payloads", () => {
   const url = "https://example.com/hook";
   const headersIssue = (headers: Record<string, string>) =>
