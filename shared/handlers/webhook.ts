@@ -59,6 +59,9 @@ export interface WebhookOptions {
   readonly timeoutMs: number;
 }
 
+/** Node's codes for a request it will not build from these headers. */
+const UNSENDABLE = new Set(["ERR_INVALID_HTTP_TOKEN", "ERR_INVALID_CHAR", "ERR_HTTP_INVALID_HEADER_VALUE"]);
+
 /** Retried: the receiver may recover. Anything else outside 2xx is final. */
 const RETRYABLE_STATUS = (status: number) => status === 408 || status === 429 || status >= 500;
 
@@ -112,7 +115,12 @@ export function webhookHandler(options: WebhookOptions) {
         guardedLookup(options.policy),
         signal,
       ).catch((error: unknown) => {
-        throw error instanceof ForbiddenAddressError ? error : WebhookRequestError.from(url, error);
+        if (error instanceof ForbiddenAddressError) throw error;
+        const failed = WebhookRequestError.from(url, error);
+        // Node refused to build the request from the payload (payloads stored before their headers
+        // were validated): every attempt would fail alike, so it goes to the dead letters now.
+        if (UNSENDABLE.has(failed.code)) throw new NonRetryableError(failed.message, { cause: error });
+        throw failed;
       });
       if (response.status >= 200 && response.status < 300) return;
       const detail = `webhook answered ${response.status}${response.excerpt ? `: ${response.excerpt}` : ""}`;
