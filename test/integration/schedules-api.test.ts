@@ -142,6 +142,27 @@ describe("reading, listing and the next occurrences", () => {
     expect(byType.json.schedules).toEqual([]);
   });
 
+  it("refuses a cursor it did not hand out with a 422, never a 503", async () => {
+    for (const id of ["cursor-1", "cursor-2"])
+      await served.api.call("POST", "/v1/schedules", { ...base, id });
+    const first = await served.api.call("GET", "/v1/schedules?limit=1");
+    const own = JSON.parse(Buffer.from(first.json.cursor, "base64url").toString("utf8"));
+    const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+    for (const cursor of [
+      "garbage",
+      encode({ ...own, pk: "another-tenant" }),
+      encode({ pk: own.pk, sk: 42 }),
+      encode({ pk: own.pk }),
+      encode({ ...own, extra: "x" }),
+      encode([own.pk, own.sk]),
+    ]) {
+      const refused = await served.api.call("GET", `/v1/schedules?cursor=${cursor}`);
+      expect(refused.status).toBe(422);
+      expect(problemOf(refused).errors).toEqual([expect.objectContaining({ path: "cursor" })]);
+    }
+    expect((await served.api.call("GET", `/v1/schedules?cursor=${first.json.cursor}`)).status).toBe(200);
+  });
+
   it("gives the next occurrences in UTC and in the zone, across a DST change", async () => {
     await served.api.call("POST", "/v1/schedules", {
       ...base,

@@ -9,6 +9,7 @@ import {
 import type { ScheduleView } from "../../schedules/model.ts";
 import { createScheduleInput, patchScheduleInput } from "../../schedules/schema.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
+import { checkScheduleCursor } from "../cursors.ts";
 import { problem, sendProblem } from "../problem.ts";
 import { json, PageQuery, problems } from "../schemas.ts";
 import type { TenantEnv } from "../tenancy.ts";
@@ -273,6 +274,7 @@ export function mountScheduleRoutes(app: OpenAPIHono<TenantEnv>, schedules: () =
 
   app.openapi(listRouteDef, async (c) => {
     const query = c.req.valid("query");
+    checkScheduleCursor(c.get("tenant"), query.cursor);
     const page = await schedules().list(c.get("tenant"), query);
     return c.json(
       { schedules: page.schedules.map(serializeSchedule), ...(page.cursor && { cursor: page.cursor }) },
