@@ -140,6 +140,11 @@ describe("reading, listing and the next occurrences", () => {
     expect(paused.json.schedules.map((s: { id: string }) => s.id)).toEqual(["list-2"]);
     const byType = await served.api.call("GET", "/v1/schedules?type=webhook");
     expect(byType.json.schedules).toEqual([]);
+    for (const type of ["Not-A-Type", ""]) {
+      const refused = await served.api.call("GET", `/v1/schedules?type=${type}`);
+      expect(refused.status).toBe(422);
+      expect(problemOf(refused).errors).toEqual([expect.objectContaining({ path: "type" })]);
+    }
   });
 
   it("refuses a cursor it did not hand out with a 422, never a 503", async () => {

@@ -1,5 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { EVENT_TYPE } from "../../events/schema.ts";
 import { SCHEDULE_ID } from "../../model/occurrence-id.ts";
 import {
   ScheduleChangedError,
@@ -95,9 +96,10 @@ const ScheduleIdParam = z.object({
 });
 
 const ListSchedulesQuery = PageQuery.extend({
+  // As the events list: a type no event can have is the caller's mistake, a 422 naming it.
   type: z
     .string()
-    .max(64)
+    .regex(EVENT_TYPE, "not an event type (lowercase, starts with a letter, at most 64 characters)")
     .optional()
     .openapi({ param: { name: "type", in: "query" } }),
   state: z
