@@ -3,6 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ScriptCode } from "../engine/codes.ts";
 import { deploymentKeys, memberOf, parseMember } from "../engine/keys.ts";
 import type { GroupAllowance } from "../engine/redis-index.ts";
+import { describeError } from "../errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { type JournalItem, journalKey, payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
@@ -545,7 +546,7 @@ export class Dispatcher {
 }
 
 function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return describeError(error, Number.POSITIVE_INFINITY);
 }
 
 /** How long a paced drain waits before it claims again (claim.lua's budget; docs/flow-control.md). */

@@ -1,8 +1,14 @@
 // zod as extended by @hono/zod-openapi, so these schemas can also describe the public API.
 import { z } from "@hono/zod-openapi";
 
-/** Client ids: 1 to 128 characters from [A-Za-z0-9._:-]. */
-export const EVENT_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * Client ids: 1 to 128 characters from [A-Za-z0-9._:-], except `.` and `..`. Those two are dot
+ * segments: every URL parser (the server's, fetch's, curl's) resolves `/v1/events/..` to `/v1/`,
+ * even percent-encoded, so such an event could be created but never read, moved or cancelled.
+ */
+export const EVENT_ID = /^(?!\.\.?$)[A-Za-z0-9._:-]{1,128}$/;
+/** What EVENT_ID says, for the validation message. */
+const ID_RULE = "characters from A-Z a-z 0-9 . _ : -, not . or .. alone";
 /** Tenants never contain `/` or `#`: both are separators in keys. */
 export const TENANT = /^[A-Za-z0-9_-]{1,64}$/;
 export const EVENT_TYPE = /^[a-z][a-z0-9._-]{0,63}$/;
@@ -13,7 +19,12 @@ export const backoffSchema = z
     delayMs: z.number().int().min(10).max(86_400_000),
     maxDelayMs: z.number().int().min(10).max(86_400_000).optional(),
   })
-  .strict();
+  .strict()
+  // A cap below the first delay contradicts it, and used to win silently (every wait the cap).
+  .refine((b) => b.maxDelayMs === undefined || b.maxDelayMs >= b.delayMs, {
+    path: ["maxDelayMs"],
+    message: "must be at least delayMs",
+  });
 
 /** A URL Hourglass calls with an event's outcome; the webhook address guard applies when it is called. */
 const callbackUrl = z
@@ -44,7 +55,7 @@ const when = {
 /** One event as a client schedules it. The engine adds the checks that need configuration. */
 export const scheduleInput = z
   .object({
-    id: z.string().regex(EVENT_ID, "1 to 128 characters from A-Z a-z 0-9 . _ : -").optional(),
+    id: z.string().regex(EVENT_ID, `1 to 128 ${ID_RULE}`).optional(),
     type: z.string().regex(EVENT_TYPE, "lowercase, starts with a letter, at most 64 characters"),
     payload: z.unknown().default(null),
     ...when,

@@ -150,12 +150,15 @@ export class EventService {
     const journal = this.requireJournal("list");
     const events: EventView[] = [];
     let cursor = options.cursor;
-    // Filters can leave a page short; read a few more pages before answering with a cursor.
+    // Filters can leave a page short; read a few more pages before answering with a cursor. Each
+    // read asks only for the room left, so every match it returns fits: the cursor goes after the
+    // last item read, and a match read but not returned would be skipped by the next page.
     for (let pages = 0; pages < 5 && events.length < options.limit; pages++) {
+      const room = options.limit - events.length;
       const page =
         options.status === "dead"
-          ? await journal.listDead(tenant, options.limit, cursor)
-          : await journal.listByTenant(tenant, options.limit, cursor);
+          ? await journal.listDead(tenant, room, cursor)
+          : await journal.listByTenant(tenant, room, cursor);
       const lives = await Promise.all(
         page.items.map((item) =>
           PENDING_STATUSES.includes(item.status)
@@ -168,7 +171,7 @@ export class EventService {
         if (options.status && view.status !== options.status) return;
         if (options.type && view.type !== options.type) return;
         if (options.scheduleId && !view.id.startsWith(`${options.scheduleId}@`)) return;
-        if (events.length < options.limit) events.push(view);
+        events.push(view);
       });
       cursor = page.cursor;
       if (!cursor) break;

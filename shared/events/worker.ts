@@ -4,6 +4,7 @@ import { type DecodedBody, decodeBody } from "../engine/body.ts";
 import { ScriptCode } from "../engine/codes.ts";
 import { parseMember } from "../engine/keys.ts";
 import { REDIS_TIME, type StartResult, type TransitionResult } from "../engine/redis-index.ts";
+import { describeError } from "../errors.ts";
 import { DependencyUnavailableError, NonRetryableError } from "../handlers/errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
 import { payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
@@ -275,7 +276,7 @@ export class Worker {
     error: unknown,
   ): Promise<WorkResult> {
     const { journal, index, clock, config, logger } = this.deps;
-    const reason = describe(error);
+    const reason = describeError(error);
     const now = clock();
     // The platform failed, not the handler: retried with backoff, and the attempt is given back.
     const refund = error instanceof DependencyUnavailableError;
@@ -381,7 +382,7 @@ export class Worker {
         id: finished.id,
         tenant: finished.tenant,
         outcome,
-        error: describe(error),
+        error: describeError(error),
       });
     }
   }
@@ -420,11 +421,6 @@ interface Done {
 function occurrenceContext(id: string) {
   const ref = parseOccurrenceId(id);
   return ref && { scheduleId: ref.scheduleId, occurrenceAt: new Date(ref.occurrenceAt) };
-}
-
-function describe(error: unknown): string {
-  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return text.length > 1_000 ? `${text.slice(0, 997)}...` : text;
 }
 
 /** The journal says the event already finished (a copy got there first): this run changes nothing. */

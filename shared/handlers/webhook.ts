@@ -14,13 +14,39 @@ import {
 import { defineHandler } from "./registry.ts";
 import { signatureHeaders, type WebhookSigning } from "./signing.ts";
 
+/**
+ * What Node's HTTP client sends, and nothing else: a header name is an RFC 9110 token, a value
+ * holds tabs, visible ASCII and Latin-1. A payload breaking either used to be accepted and then
+ * fail every attempt (ERR_INVALID_HTTP_TOKEN, ERR_INVALID_CHAR) on its way to the dead letters.
+ */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
 export const webhookPayload = z.object({
   url: z
     .string()
     .url()
     .refine((url) => /^https?:\/\//i.test(url), "must be an http or https URL"),
   method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]).default("POST"),
-  headers: z.record(z.string(), z.string()).optional(),
+  headers: z
+    .record(z.string(), z.string())
+    .superRefine((headers, ctx) => {
+      for (const [name, value] of Object.entries(headers)) {
+        if (!HEADER_NAME.test(name))
+          ctx.addIssue({
+            code: "custom",
+            path: [name],
+            message: "not a header name (letters, digits and !#$%&'*+-.^_`|~ only)",
+          });
+        else if (!HEADER_VALUE.test(value))
+          ctx.addIssue({
+            code: "custom",
+            path: [name],
+            message: "a header value holds tabs, visible ASCII and Latin-1 only (no CR, LF or NUL)",
+          });
+      }
+    })
+    .optional(),
   body: z.unknown().optional(),
 });
 
@@ -32,6 +58,9 @@ export interface WebhookOptions {
   readonly policy: AddressPolicy;
   readonly timeoutMs: number;
 }
+
+/** Node's codes for a request it will not build from these headers. */
+const UNSENDABLE = new Set(["ERR_INVALID_HTTP_TOKEN", "ERR_INVALID_CHAR", "ERR_HTTP_INVALID_HEADER_VALUE"]);
 
 /** Retried: the receiver may recover. Anything else outside 2xx is final. */
 const RETRYABLE_STATUS = (status: number) => status === 408 || status === 429 || status >= 500;
@@ -86,7 +115,12 @@ export function webhookHandler(options: WebhookOptions) {
         guardedLookup(options.policy),
         signal,
       ).catch((error: unknown) => {
-        throw error instanceof ForbiddenAddressError ? error : WebhookRequestError.from(url, error);
+        if (error instanceof ForbiddenAddressError) throw error;
+        const failed = WebhookRequestError.from(url, error);
+        // Node refused to build the request from the payload (payloads stored before their headers
+        // were validated): every attempt would fail alike, so it goes to the dead letters now.
+        if (UNSENDABLE.has(failed.code)) throw new NonRetryableError(failed.message, { cause: error });
+        throw failed;
       });
       if (response.status >= 200 && response.status < 300) return;
       const detail = `webhook answered ${response.status}${response.excerpt ? `: ${response.excerpt}` : ""}`;

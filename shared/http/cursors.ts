@@ -55,3 +55,8 @@ export function checkEventCursor(tenant: string, cursor: string | undefined, dea
 export function checkLedgerCursor(tenant: string, sku: string, cursor: string | undefined): void {
   checkCursor(cursor, { pk: (pk) => pk === ledgerKey(tenant, sku), sk: any });
 }
+
+/** A cursor of a tenant's schedule list: a position among that tenant's schedules (keyed by tenant and id). */
+export function checkScheduleCursor(tenant: string, cursor: string | undefined): void {
+  checkCursor(cursor, { pk: (pk) => pk === tenant, sk: any });
+}

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { EVENT_ID, rescheduleInput, scheduleInput } from "../events/schema.ts";
-import { OCCURRENCE_ID } from "../model/occurrence-id.ts";
+import { EVENT_ID, EVENT_TYPE, rescheduleInput, scheduleInput } from "../events/schema.ts";
+import { OCCURRENCE_ID, SCHEDULE_ID } from "../model/occurrence-id.ts";
 import { EVENT_STATUSES } from "../model/status.ts";
 
 /** Schemas of the public API, registered as OpenAPI components. Input shapes come from the engine. */
@@ -126,14 +126,16 @@ export const IdParam = z.object({
 
 export const ListQuery = z.object({
   status: EventStatus.optional().openapi({ param: { name: "status", in: "query" } }),
+  // A filter that no event can match is the caller's mistake, named like any other (the stream's
+  // filters are checked the same way): an empty or mistyped one used to answer 200 and list all or none.
   type: z
     .string()
-    .max(64)
+    .regex(EVENT_TYPE, "not an event type (lowercase, starts with a letter, at most 64 characters)")
     .optional()
     .openapi({ param: { name: "type", in: "query" } }),
   scheduleId: z
     .string()
-    .max(80)
+    .regex(SCHEDULE_ID, "not a schedule id")
     .optional()
     .openapi({ param: { name: "scheduleId", in: "query" } }),
   limit: z.coerce

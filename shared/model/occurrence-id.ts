@@ -1,7 +1,10 @@
 import { createHash } from "node:crypto";
 
-/** Schedule ids: the event id alphabet, short enough that an occurrence id stays within 128. */
-export const SCHEDULE_ID = /^[A-Za-z0-9._:-]{1,80}$/;
+/**
+ * Schedule ids: the event id alphabet, short enough that an occurrence id stays within 128, and
+ * not `.` or `..` alone, which no URL can address (as event ids, shared/events/schema.ts).
+ */
+export const SCHEDULE_ID = /^(?!\.\.?$)[A-Za-z0-9._:-]{1,80}$/;
 
 /**
  * An occurrence's event id: `<scheduleId>@<instant>` (`nightly@2026-03-29T01:30:00Z`), with

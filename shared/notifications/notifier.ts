@@ -1,3 +1,4 @@
+import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { TransitionNotice } from "./model.ts";
 
@@ -144,5 +145,5 @@ export class BufferedNotifier implements Notifier {
 }
 
 export function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return describeError(error, Number.POSITIVE_INFINITY);
 }

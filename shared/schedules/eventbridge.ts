@@ -114,7 +114,8 @@ export function mapSchedule(source: GetScheduleCommandOutput, options: MappingOp
     const notes: string[] = [];
     const group = source.GroupName ?? "default";
     const id = group === "default" ? source.Name! : `${group}:${source.Name}`;
-    if (!SCHEDULE_ID.test(id)) throw new Unmappable(`the id ${id} is longer than 80 characters`);
+    if (!SCHEDULE_ID.test(id))
+      throw new Unmappable(`the id ${id} is not a schedule id (1 to 80 characters, not . or .. alone)`);
     const timezone = source.ScheduleExpressionTimezone ?? "UTC";
     const expression = source.ScheduleExpression ?? "";
     let recurrence: { cron?: string; rate?: string; startAt?: string; endAt?: string };

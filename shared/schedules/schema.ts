@@ -45,7 +45,10 @@ const fields = {
 /** A schedule as a client creates it. */
 export const createScheduleInput = z
   .object({
-    id: z.string().regex(SCHEDULE_ID, "1 to 80 characters from A-Z a-z 0-9 . _ : -").optional(),
+    id: z
+      .string()
+      .regex(SCHEDULE_ID, "1 to 80 characters from A-Z a-z 0-9 . _ : -, not . or .. alone")
+      .optional(),
     cron: fields.cron,
     rate: fields.rate,
     timezone: fields.timezone.default("UTC"),

@@ -88,13 +88,18 @@ export function checkSpec(
       : (spec.startAt ?? spec.anchor ?? Math.ceil(now / 1000) * 1000 + intervalMs!);
   const checked: ScheduleSpec = { ...spec, anchor };
   const evaluate = evaluator(checked);
-  const first = evaluate.next(Math.max(now, spec.startAt ?? now) - 1);
+  const from = Math.max(now, spec.startAt ?? now) - 1;
+  const first = evaluate.next(from);
   if (first === undefined) {
+    // Name the field at fault: endAt when the expression fires but only at or after it.
+    const unbounded = evaluator({ ...checked, endAt: undefined }).next(from);
     throw new ScheduleValidationError([
-      {
-        path: spec.cron !== undefined ? "cron" : "endAt",
-        message: "never fires (no occurrence matches, or none before endAt)",
-      },
+      unbounded !== undefined
+        ? {
+            path: "endAt",
+            message: `never fires before endAt (the first occurrence is ${new Date(unbounded).toISOString()})`,
+          }
+        : { path: spec.cron !== undefined ? "cron" : "rate", message: "never fires (no occurrence matches)" },
     ]);
   }
   // Cron has whole seconds, so a minimum of one second needs no sampling.

@@ -68,6 +68,34 @@ describe("POST /v1/events", () => {
     expect(problemOf(conflict).existing).toMatchObject({ id: "invoice-7", payload: { label: "x" } });
   });
 
+  it("refuses the ids . and .., which no URL can address (they could never be read or cancelled)", async () => {
+    const call = asNewTenant();
+    for (const id of [".", ".."]) {
+      const refused = await call("POST", "/v1/events", {
+        id,
+        type: "test.record",
+        payload: {},
+        delaySeconds: 600,
+      });
+      expect(refused.status).toBe(422);
+      expect(problemOf(refused).errors).toEqual([expect.objectContaining({ path: "id" })]);
+      const batch = await call("POST", "/v1/events/batch", {
+        events: [{ id, type: "test.record", payload: {}, delaySeconds: 600 }],
+      });
+      expect(batch.json.results[0]).toMatchObject({
+        status: 422,
+        error: { errors: [{ path: "events[0].id" }] },
+      });
+    }
+    expect((await call("GET", "/v1/events?limit=10")).json.events).toEqual([]);
+    // Dots with anything else are ordinary ids, and addressable.
+    expect(
+      (await call("POST", "/v1/events", { id: "...", type: "test.record", payload: {}, delaySeconds: 600 }))
+        .status,
+    ).toBe(201);
+    expect((await call("DELETE", "/v1/events/...")).json.status).toBe("cancelled");
+  });
+
   it("runs a runAt in the past as soon as possible, and says so", async () => {
     const call = asNewTenant();
     const past = new Date(Date.now() - 60_000).toISOString();
@@ -212,6 +240,52 @@ describe("reading, moving and cancelling", () => {
     expect((await call("GET", "/v1/events?limit=0")).status).toBe(422);
     expect((await call("GET", "/v1/events?status=sleeping")).status).toBe(422);
     expect((await call("GET", "/v1/events?cursor=garbage")).status).toBe(422);
+    for (const [query, path] of [
+      ["type=Not-A-Type", "type"],
+      ["type=", "type"],
+      ["scheduleId=..", "scheduleId"],
+      ["scheduleId=has%20space", "scheduleId"],
+    ]) {
+      const refused = await call("GET", `/v1/events?${query}`);
+      expect(refused.status).toBe(422);
+      expect(problemOf(refused).errors).toEqual([expect.objectContaining({ path })]);
+    }
+  });
+
+  it("pages through a filtered list without skipping a match", async () => {
+    const call = asNewTenant();
+    // Newest first: k0 kept, c1 cancelled, k2, k3 kept, ... so a page that fills up part-way
+    // through a journal page must not step over the matches left in it.
+    const pattern = ["k", "c", "k", "k", "c", "k", "k", "k", "c", "k"];
+    const events = pattern.map((kind, i) => ({
+      id: `filtered-${i}-${kind}`,
+      type: "test.record",
+      payload: {},
+      delaySeconds: 9_000,
+    }));
+    const created = await call("POST", "/v1/events/batch", { events: events.slice().reverse() });
+    expect(created.json.results.every((r: { status: number }) => r.status === 201)).toBe(true);
+    for (const { id } of events.filter(({ id }) => id.endsWith("-c"))) {
+      expect((await call("DELETE", `/v1/events/${id}`)).status).toBe(200);
+    }
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let pages = 0; pages < 20; pages++) {
+      const page = await call(
+        "GET",
+        `/v1/events?status=scheduled&limit=2${cursor ? `&cursor=${cursor}` : ""}`,
+      );
+      expect(page.status).toBe(200);
+      seen.push(...page.json.events.map((e: { id: string }) => e.id));
+      cursor = page.json.cursor;
+      if (!cursor) break;
+    }
+    expect(seen.sort()).toEqual(
+      events
+        .map(({ id }) => id)
+        .filter((id) => id.endsWith("-k"))
+        .sort(),
+    );
   });
 });
 

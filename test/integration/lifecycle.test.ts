@@ -1,11 +1,33 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { EventStateConflictError, IdempotencyConflictError } from "../../shared/events/errors.ts";
+import { defineHandler } from "../../shared/handlers/registry.ts";
 import { type Runtime, startRuntime } from "../../shared/local/runtime.ts";
 import { freshTenant } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
 
 const rec = recorder();
+
+/** Throws what its payload names: values a handler may throw that are not Errors, or odd Errors. */
+const thrown: Record<string, () => unknown> = {
+  "null-prototype": () => Object.create(null),
+  "throwing-toString": () => ({
+    toString() {
+      throw new Error("no string for you");
+    },
+  }),
+  "throwing-message": () =>
+    Object.defineProperty(new Error("x"), "message", {
+      get() {
+        throw new Error("no message for you");
+      },
+    }),
+  huge: () => "x".repeat(5_000_000),
+};
+const throwing = defineHandler("test.throws", z.object({ kind: z.enum(Object.keys(thrown)) }), async (p) => {
+  throw thrown[p.kind]!();
+});
 let hg: TestHourglass;
 let runtime: Runtime;
 
@@ -20,7 +42,7 @@ beforeAll(async () => {
       HOURGLASS_RECOVERY_GRACE_SECONDS: "1",
       HOURGLASS_RECOVERY_EVERY_SECONDS: "1",
     },
-    { handlers: [rec.handler] },
+    { handlers: [rec.handler, throwing] },
   );
   runtime = startRuntime(hg, { tickMs: 100 });
 });
@@ -140,6 +162,28 @@ describe.concurrent("an event's life on the real local stack", () => {
     expect(dead.attempts).toBe(1);
     expect(rec.runsOf(event.id)).toHaveLength(1);
   });
+
+  it("retries and dead-letters a handler that throws what is not an Error, with a readable lastError", async () => {
+    const tenant = freshTenant("thrown");
+    const ids = await Promise.all(
+      Object.keys(thrown).map(async (kind) => {
+        const { event } = await hg.events.schedule(tenant, {
+          type: "test.throws",
+          delaySeconds: 0,
+          maxAttempts: 2,
+          payload: { kind },
+        });
+        return event.id;
+      }),
+    );
+    for (const id of ids) {
+      const dead = await eventually(() => statusOf(tenant, id, "dead"), 20_000, `dead letter ${id}`);
+      expect(dead.attempts).toBe(2);
+      expect(typeof dead.lastError).toBe("string");
+      expect(dead.lastError!.length).toBeGreaterThan(0);
+      expect(dead.lastError!.length).toBeLessThanOrEqual(1_000);
+    }
+  }, 30_000);
 
   it("reschedules a pending event and refuses to reschedule a finished one", async () => {
     // Prepare

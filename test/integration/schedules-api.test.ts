@@ -51,6 +51,20 @@ describe("POST /v1/schedules", () => {
     expect(problemOf(conflict).existing).toMatchObject({ id: "nightly", cron: "30 2 * * *" });
   });
 
+  it("refuses the ids . and .., which no URL can address, and nothing is created", async () => {
+    for (const id of [".", ".."]) {
+      const refused = await served.api.call("POST", "/v1/schedules", { id, ...base });
+      expect(refused.status).toBe(422);
+      expect(problemOf(refused).errors).toEqual([expect.objectContaining({ path: "id" })]);
+    }
+    const listed = await served.api.call("GET", "/v1/schedules?limit=100");
+    expect(listed.json.schedules.map((s: { id: string }) => s.id)).not.toContain("..");
+    expect(listed.json.schedules.map((s: { id: string }) => s.id)).not.toContain(".");
+    // Dots with anything else are ordinary ids.
+    expect((await served.api.call("POST", "/v1/schedules", { id: "...", ...base })).status).toBe(201);
+    expect((await served.api.call("GET", "/v1/schedules/...")).status).toBe(200);
+  });
+
   it("gives an id when none is sent, and accepts rates", async () => {
     const created = await served.api.call("POST", "/v1/schedules", {
       rate: "5 minutes",
@@ -75,6 +89,13 @@ describe("POST /v1/schedules", () => {
       { startAt: "2027-01-02T00:00:00Z", endAt: "2027-01-01T00:00:00Z" },
       "endAt",
       /after/,
+    ],
+    ["a cron with an endAt already past", { endAt: "2020-01-01T00:00:00Z" }, "endAt", /before endAt/],
+    [
+      "a cron whose only occurrence is after endAt",
+      { cron: "0 0 1 1 *", startAt: "2027-01-02T00:00:00Z", endAt: "2027-06-01T00:00:00Z" },
+      "endAt",
+      /before endAt/,
     ],
   ])("refuses %s with a 422 naming the field", async (_, change, path, message) => {
     const response = await served.api.call("POST", "/v1/schedules", { ...base, ...change });
@@ -119,6 +140,32 @@ describe("reading, listing and the next occurrences", () => {
     expect(paused.json.schedules.map((s: { id: string }) => s.id)).toEqual(["list-2"]);
     const byType = await served.api.call("GET", "/v1/schedules?type=webhook");
     expect(byType.json.schedules).toEqual([]);
+    for (const type of ["Not-A-Type", ""]) {
+      const refused = await served.api.call("GET", `/v1/schedules?type=${type}`);
+      expect(refused.status).toBe(422);
+      expect(problemOf(refused).errors).toEqual([expect.objectContaining({ path: "type" })]);
+    }
+  });
+
+  it("refuses a cursor it did not hand out with a 422, never a 503", async () => {
+    for (const id of ["cursor-1", "cursor-2"])
+      await served.api.call("POST", "/v1/schedules", { ...base, id });
+    const first = await served.api.call("GET", "/v1/schedules?limit=1");
+    const own = JSON.parse(Buffer.from(first.json.cursor, "base64url").toString("utf8"));
+    const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+    for (const cursor of [
+      "garbage",
+      encode({ ...own, pk: "another-tenant" }),
+      encode({ pk: own.pk, sk: 42 }),
+      encode({ pk: own.pk }),
+      encode({ ...own, extra: "x" }),
+      encode([own.pk, own.sk]),
+    ]) {
+      const refused = await served.api.call("GET", `/v1/schedules?cursor=${cursor}`);
+      expect(refused.status).toBe(422);
+      expect(problemOf(refused).errors).toEqual([expect.objectContaining({ path: "cursor" })]);
+    }
+    expect((await served.api.call("GET", `/v1/schedules?cursor=${first.json.cursor}`)).status).toBe(200);
   });
 
   it("gives the next occurrences in UTC and in the zone, across a DST change", async () => {

@@ -199,6 +199,22 @@ describe("the webhook handler", () => {
     expect((error as Error).message).not.toMatch(/127\.0\.0\.1|::1/);
   });
 
+  it("dead-letters at once a request Node cannot build, as stored before headers were validated", async () => {
+    // Events and schedules accepted before webhookPayload checked headers still hold such payloads;
+    // each attempt would fail the same way, so retrying them only delays the dead letter.
+    const handler = webhookHandler({ signing, policy: policy(true), timeoutMs: 2_000 });
+    received.length = 0;
+    const unsendable: Record<string, string>[] = [{ "bad header": "x" }, { "x-a": "line\r\nInjected: 1" }];
+    for (const headers of unsendable) {
+      const error = await handler
+        .run({ url: `${base}/hook`, method: "POST", headers }, context())
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(NonRetryableError);
+      expect((error as Error).message).toMatch(/ERR_INVALID/);
+    }
+    expect(received).toHaveLength(0);
+  });
+
   it("refuses the metadata endpoint even when private targets are allowed", async () => {
     const error = await run({ url: "http://169.254.169.254/latest/meta-data/" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ForbiddenAddressError);

@@ -3,10 +3,12 @@ import { z } from "zod";
 import { EventValidationError } from "../../shared/events/errors.ts";
 import { toNewEvent, type ValidationRules } from "../../shared/events/validate.ts";
 import { defineHandler, HandlerRegistry } from "../../shared/handlers/registry.ts";
+import { webhookPayload } from "../../shared/handlers/webhook.ts";
 
 const registry = new HandlerRegistry([
   defineHandler("mail.send", z.object({ to: z.string().email() }), async () => {}),
   defineHandler("internal.thing", z.null(), async () => {}, { internal: true }),
+  defineHandler("webhook", webhookPayload, async () => {}),
 ]);
 const rules: ValidationRules = {
   registry,
@@ -112,5 +114,54 @@ describe("toNewEvent", () => {
       toNewEvent({ type: "mail.send", payload: { to: "a@b.co" }, delaySeconds: 5 }, "t", now, rules)
         .fingerprint,
     ).toBe("");
+  });
+});
+
+describe("retry policies", () => {
+  it("refuses a backoff whose maxDelayMs is below its delayMs, naming maxDelayMs", () => {
+    const backoff = { strategy: "exponential", delayMs: 1_000, maxDelayMs: 10 };
+    expect(issues({ type: "mail.send", payload: { to: "a@b.co" }, delaySeconds: 1, backoff })[0]).toEqual({
+      path: "backoff.maxDelayMs",
+      message: expect.stringMatching(/delayMs/),
+    });
+    const equal = { ...backoff, maxDelayMs: 1_000 };
+    expect(
+      toNewEvent(
+        { type: "mail.send", payload: { to: "a@b.co" }, delaySeconds: 1, backoff: equal },
+        "t",
+        now,
+        rules,
+      ).backoff,
+    ).toEqual(equal);
+  });
+});
+
+describe("webhook payloads", () => {
+  const url = "https://example.com/hook";
+  const headersIssue = (headers: Record<string, string>) =>
+    issues({ type: "webhook", payload: { url, headers }, delaySeconds: 1 })[0]!;
+
+  // These used to be accepted (201), then failed every attempt with ERR_INVALID_HTTP_TOKEN or
+  // ERR_INVALID_CHAR and went to the dead letters after all of them.
+  it("refuses header names and values no HTTP request can carry, naming the header", () => {
+    expect(headersIssue({ "bad header": "x" })).toEqual({
+      path: "payload.headers.bad header",
+      message: expect.stringMatching(/not a header name/),
+    });
+    // The empty name, as the path joins it.
+    expect(headersIssue({ "": "x" })).toMatchObject({ path: "payload.headers." });
+    expect(headersIssue({ "x-a": "line\r\nInjected: 1" })).toMatchObject({ path: "payload.headers.x-a" });
+    expect(headersIssue({ "x-a": "nul\u0000" })).toMatchObject({ path: "payload.headers.x-a" });
+    expect(headersIssue({ "x-a": "euro €" })).toMatchObject({ path: "payload.headers.x-a" });
+  });
+
+  it("accepts every header a request can carry", () => {
+    const headers = { "X-Token_1.2~!#$%&'*+^`|": "tab\tand visible ascii ~ and latin-1 é", "x-empty": "" };
+    expect(
+      toNewEvent({ type: "webhook", payload: { url, headers }, delaySeconds: 1 }, "t", now, rules).payload,
+    ).toEqual({
+      url,
+      headers,
+    });
   });
 });

@@ -1,5 +1,6 @@
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { EVENT_TYPE } from "../../events/schema.ts";
 import { SCHEDULE_ID } from "../../model/occurrence-id.ts";
 import {
   ScheduleChangedError,
@@ -9,6 +10,7 @@ import {
 import type { ScheduleView } from "../../schedules/model.ts";
 import { createScheduleInput, patchScheduleInput } from "../../schedules/schema.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
+import { checkScheduleCursor } from "../cursors.ts";
 import { problem, sendProblem } from "../problem.ts";
 import { json, PageQuery, problems } from "../schemas.ts";
 import type { TenantEnv } from "../tenancy.ts";
@@ -94,9 +96,10 @@ const ScheduleIdParam = z.object({
 });
 
 const ListSchedulesQuery = PageQuery.extend({
+  // As the events list: a type no event can have is the caller's mistake, a 422 naming it.
   type: z
     .string()
-    .max(64)
+    .regex(EVENT_TYPE, "not an event type (lowercase, starts with a letter, at most 64 characters)")
     .optional()
     .openapi({ param: { name: "type", in: "query" } }),
   state: z
@@ -273,6 +276,7 @@ export function mountScheduleRoutes(app: OpenAPIHono<TenantEnv>, schedules: () =
 
   app.openapi(listRouteDef, async (c) => {
     const query = c.req.valid("query");
+    checkScheduleCursor(c.get("tenant"), query.cursor);
     const page = await schedules().list(c.get("tenant"), query);
     return c.json(
       { schedules: page.schedules.map(serializeSchedule), ...(page.cursor && { cursor: page.cursor }) },
