@@ -10,6 +10,9 @@ import type { LedgerHistory } from "./history.ts";
 import { counterKey, receiptKey } from "./keys.ts";
 import { type ReconcileReport, receiptInput, type StockView, view } from "./model.ts";
 
+/** Reads of the counter and the ledger reconcile makes, at most, to find them at one point. */
+const RECONCILE_PASSES = 5;
+
 /**
  * Stock in, stock levels, a SKU's ledger and its reconciliation. Each SKU has a counter item and
  * an append-only ledger; every change writes both in one transaction, so the counters can always
@@ -63,6 +66,11 @@ export class StockService {
   }
 
   async stock(tenant: string, sku: string): Promise<StockView> {
+    return (await this.counter(tenant, sku)).view;
+  }
+
+  /** The SKU's counter, strongly consistent, with its sequence (0 before the first numbered entry). */
+  private async counter(tenant: string, sku: string): Promise<{ view: StockView; seq: number }> {
     const { Item } = await this.doc.send(
       new GetCommand({
         TableName: this.table,
@@ -70,7 +78,10 @@ export class StockService {
         ConsistentRead: true,
       }),
     );
-    return view(sku, { onHand: Item?.onHand ?? 0, held: Item?.held ?? 0, sold: Item?.sold ?? 0 });
+    return {
+      view: view(sku, { onHand: Item?.onHand ?? 0, held: Item?.held ?? 0, sold: Item?.sold ?? 0 }),
+      seq: Number(Item?.seq ?? 0),
+    };
   }
 
   /** A SKU's ledger entries, in the order they committed. */
@@ -83,10 +94,19 @@ export class StockService {
    * it) and reports any drift from the counters. Raw entries are never deleted.
    */
   async reconcile(tenant: string, sku: string): Promise<ReconcileReport> {
-    const [recomputed, counters] = await Promise.all([
-      this.history.recompute(tenant, sku),
-      this.stock(tenant, sku),
-    ]);
+    // The counter and the ledger are separate reads, so a change that commits between them would
+    // show as drift. Every change moves the counter's `seq` in the transaction that appends its
+    // entries: a ledger recomputed between two reads of the counter with the same `seq` is the
+    // ledger as of that counter. A SKU busy enough to move on every pass is reported as read.
+    let counter = await this.counter(tenant, sku);
+    let recomputed = await this.history.recompute(tenant, sku);
+    for (let pass = 1; pass < RECONCILE_PASSES; pass++) {
+      const after = await this.counter(tenant, sku);
+      if (after.seq === counter.seq) break;
+      counter = after;
+      recomputed = await this.history.recompute(tenant, sku);
+    }
+    const counters = counter.view;
     const ledger = recomputed.levels;
     const drift = {
       onHand: counters.onHand - ledger.onHand,
