@@ -211,7 +211,7 @@ it("counts the AWS requests and capacity units of one job", async () => {
   expect(unitsPerJob("events:write")).toBeGreaterThanOrEqual(5);
   expect(unitsPerJob("events:write")).toBeLessThanOrEqual(5.05);
   // One strongly consistent read of the item (≤ 4 KB) by the dispatcher, for the message (a
-  // claim the dispatcher re-checks after a slow tick reads again: a few in a run).
+  // claim redelivered after its lease ran out would read it again).
   expect(unitsPerJob("events:read")).toBeGreaterThan(0.95);
   expect(unitsPerJob("events:read")).toBeLessThanOrEqual(1.05);
   // Sends: each job claimed and sent once, ten to a request at most, in as few requests as each
@@ -224,10 +224,11 @@ it("counts the AWS requests and capacity units of one job", async () => {
   expect(sum(sendEntries)).toBe(jobs);
   expect(Math.max(...sendEntries)).toBeLessThanOrEqual(10);
   expect(sendEntries).toHaveLength(sum(claims.map((k) => Math.ceil(k / 10))));
-  // Payload reads are batched.
-  const reads = perJob("dynamodb:BatchGetCommand") + perJob("dynamodb:BatchGetItemCommand");
+  // Payload reads are batched: one request a claim (up to 100 items), so per job they follow the
+  // claims' sizes as the sends do (0.33 a job on a loaded machine, against 0.06 when creates are fast).
+  const reads = (counts["dynamodb:BatchGetCommand"] ?? 0) + (counts["dynamodb:BatchGetItemCommand"] ?? 0);
   expect(reads).toBeGreaterThan(0);
-  expect(reads).toBeLessThanOrEqual(0.5);
+  expect(reads).toBe(sum(claims.map((k) => Math.ceil(k / 100))));
   // Every success write and every payload read happened: each job ran, and exactly once (a
   // duplicate run would pass a check of distinct ids, so the count of runs is checked too).
   expect(new Set(rec.runs.map((r) => r.id)).size).toBe(jobs);
