@@ -92,7 +92,7 @@ describe("local pause and resume", () => {
     for (const id of ids) {
       await eventually(
         async () => ((await hg.events.get("default", id)).status === "succeeded" ? true : undefined),
-        5_000,
+        30_000,
         "success recorded",
       );
     }

@@ -42,7 +42,9 @@ async function survives(id: string, tenant: string) {
         const view = await hg.events.get(tenant, id);
         return view.status === "succeeded" ? view : undefined;
       },
-      20_000,
+      // Seconds normally (a lease or sweep of 1 s, then the queue); a loaded machine's stack has
+      // stalled for over 20 s. Within the 60 s a test has.
+      45_000,
       `${id} to succeed`,
     );
   } finally {

@@ -200,10 +200,13 @@ describe("withLease", () => {
     const tenant = fresh();
     const lost: unknown[] = [];
     let tokenSeen = 0;
+    // 3 s, renewed every second: the renewal after the theft is refused as stale long before the
+    // local deadline (2.25 s after a confirmed request) could stop the work first. With 300 ms,
+    // a renewal slower than 125 ms (a loaded machine) lost to that deadline: RenewalTimeoutError.
     const outcome = withLease(
       real,
       "stolen",
-      300,
+      3_000,
       async (signal, token) => {
         tokenSeen = token;
         await new Promise<void>((resolve, reject) => {
@@ -247,10 +250,12 @@ describe("withLease", () => {
       const hanging = new HangingRenewals(createDynamoClient(), hg.config.tables.leases);
       const lost: unknown[] = [];
       let abortedAt = 0;
+      // 4 s: the work stops 1 s (the margin) before the last recorded expiry, room for a late
+      // timer on a loaded machine; with 1.5 s the margin was 375 ms.
       const outcome = withLease(
         hanging,
         "hang",
-        1_500,
+        4_000,
         (signal) =>
           new Promise<string>((resolve, reject) => {
             signal.addEventListener(
@@ -261,7 +266,7 @@ describe("withLease", () => {
               },
               { once: true },
             );
-            setTimeout(() => resolve("ran past the lease"), 6_000);
+            setTimeout(() => resolve("ran past the lease"), 12_000);
           }),
         { tenant, owner: "w", onLost: (e) => lost.push(e) },
       );
@@ -273,7 +278,7 @@ describe("withLease", () => {
       expect(abortedAt).toBeLessThan(state.expiresAt!);
       expect(lost).toHaveLength(1);
     },
-    15_000,
+    30_000,
   );
 
   it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 99, 86_400_001])(

@@ -59,7 +59,8 @@ describe.concurrent("never early", () => {
     } finally {
       await runtime.stop();
     }
-  });
+    // Three runs of up to 20 s of waiting each: more than the default 60 s on a loaded machine.
+  }, 120_000);
 
   it("holds against the scheduled time when every message claims to be due now: stale, rescheduled and repeated messages", async () => {
     // Only start.lua's time check stands between these messages and an early start: each one is

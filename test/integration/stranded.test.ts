@@ -1,7 +1,9 @@
 import { DeleteCommand } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ScriptCode } from "../../shared/engine/codes.ts";
+import { memberOf } from "../../shared/engine/keys.ts";
 import type { StartResult } from "../../shared/engine/redis-index.ts";
+import { RESEND_AFTER_MS } from "../../shared/events/send.ts";
 import { createSqsBatchHandler } from "../../shared/events/sqs-batch.ts";
 import { journalKey } from "../../shared/journal/item.ts";
 import { QueuePoller } from "../../shared/local/poller.ts";
@@ -159,7 +161,8 @@ describe("retries, replays and failed sends go out soon, without waiting for a d
         delaySeconds: 0,
         payload: { failTimes: 1 },
       });
-      await eventually(statusIs(tenant, event.id, "succeeded"), 8_000, "the retry to run without a tick");
+      // No dispatcher runs here: only the direct send can finish it, so the wait can be long.
+      await eventually(statusIs(tenant, event.id, "succeeded"), 30_000, "the retry to run without a tick");
       expect(rec.runsOf(event.id).map((r) => r.attempt)).toEqual([1, 2]);
     } finally {
       await poller.stop();
@@ -174,7 +177,7 @@ describe("retries, replays and failed sends go out soon, without waiting for a d
       await hg.events.replay(tenant, "again");
       await eventually(
         async () => (rec.runsOf("again").length >= 2 ? true : undefined),
-        8_000,
+        30_000,
         "the replay to run without a tick",
       );
     } finally {
@@ -187,9 +190,13 @@ describe("retries, replays and failed sends go out soon, without waiting for a d
     const { service } = engine(hg, { transport: failing() });
     const { event } = await service.schedule(tenant, { type: "test.record", payload: {}, delaySeconds: 0 });
     expect((await hg.events.get(tenant, event.id)).status).toBe("dispatched");
+    // The refused send gave its lease back to run out a second after the create, not 30 s after.
+    const member = memberOf(tenant, event.id);
+    const leased = hg.index.keys(hg.index.shardOf(member)).leased;
+    expect(Number(await hg.redis.zscore(leased, member))).toBeLessThanOrEqual(Date.now() + RESEND_AFTER_MS);
     const runtime = startRuntime(hg, { tickMs: 200 });
     try {
-      await eventually(statusIs(tenant, event.id, "succeeded"), 10_000, "the failed send to be retried");
+      await eventually(statusIs(tenant, event.id, "succeeded"), 30_000, "the failed send to be retried");
     } finally {
       await runtime.stop();
     }
