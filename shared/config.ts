@@ -387,7 +387,12 @@ export function loadConfig(
       allowPrivate,
       allowLoopback: allowPrivate && mode === "local",
       refusedPorts:
-        mode === "local" ? localServicePorts(merged, e.HOURGLASS_REDIS_URL, e.PORT) : new Set<number>(),
+        mode === "local"
+          ? localServicePorts(merged, e.HOURGLASS_REDIS_URL, e.PORT, {
+              dynamodb: e.HOURGLASS_DYNAMODB_PORT,
+              sqs: e.HOURGLASS_SQS_PORT,
+            })
+          : new Set<number>(),
       secret: e.HOURGLASS_WEBHOOK_SECRET ?? (mode === "local" ? LOCAL_WEBHOOK_SECRET : undefined),
       timeoutMs: e.HOURGLASS_WEBHOOK_TIMEOUT_MS,
     },
@@ -430,13 +435,16 @@ export function loadConfig(
 
 /**
  * The ports of the embedded stack (Redis and its cluster bus, DynamoDB Local, the SQS emulator)
- * and of the API itself, read from the same variables the clients use, with the embedded
- * defaults when they are unset.
+ * and of the API itself, read from the same variables the clients use. A stand-in with no
+ * endpoint variable is the one `npm start` runs itself, on HOURGLASS_DYNAMODB_PORT or
+ * HOURGLASS_SQS_PORT (their defaults 8000 and 4566): that port is the one to refuse, since
+ * DynamoDB Local listens on every interface.
  */
 function localServicePorts(
   env: Record<string, string | undefined>,
   redisUrl: string,
   apiPort: number,
+  embedded: { readonly dynamodb: number; readonly sqs: number },
 ): ReadonlySet<number> {
   const portOf = (url: string | undefined, fallback: number) => {
     if (!url) return fallback;
@@ -451,8 +459,8 @@ function localServicePorts(
   const ports = [
     redis,
     redis + 10_000,
-    portOf(env.AWS_ENDPOINT_URL_DYNAMODB ?? env.AWS_ENDPOINT_URL, 8000),
-    portOf(env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL, 4566),
+    portOf(env.AWS_ENDPOINT_URL_DYNAMODB ?? env.AWS_ENDPOINT_URL, embedded.dynamodb),
+    portOf(env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL, embedded.sqs),
   ];
   if (apiPort > 0) ports.push(apiPort);
   return new Set(ports);
