@@ -96,6 +96,8 @@ const schema = z.object({
   // Off by default: with the in-process transport a burst of 20k events would otherwise wait
   // for slots a tick at a time (see docs/flow-control.md).
   HOURGLASS_TENANT_MAX_RUNNING: int(0, 1_000_000).default(0),
+  // Types one tenant may set limits on: each is an entry in that tenant's index item (400 KB at most).
+  HOURGLASS_TENANT_LIMITED_TYPES: int(1, 5_000).default(1_000),
   HOURGLASS_DISPATCH_LEASE_SECONDS: int(1, 43_200).optional(),
   HOURGLASS_RUN_LEASE_MARGIN_MS: int(0, 600_000).default(30_000),
   HOURGLASS_HANDLER_TIMEOUT_SECONDS: int(1, 900).default(30),
@@ -228,6 +230,8 @@ export interface HourglassConfig {
     /** Creates a tenant may make at once; at least 500, so one batch always fits. */
     readonly createsBurst: number;
     readonly maxRunning: number;
+    /** Event types a tenant may set limits on (`PUT /v1/types/{type}/limits`). */
+    readonly limitedTypes: number;
   };
   readonly dispatchLeaseMs: number;
   readonly handlerTimeoutMs: number;
@@ -367,6 +371,7 @@ export function loadConfig(
       createsBurst:
         e.HOURGLASS_TENANT_CREATES_BURST ?? Math.max(500, 2 * e.HOURGLASS_TENANT_CREATES_PER_SECOND),
       maxRunning: e.HOURGLASS_TENANT_MAX_RUNNING,
+      limitedTypes: e.HOURGLASS_TENANT_LIMITED_TYPES,
     },
     dispatchLeaseMs: (e.HOURGLASS_DISPATCH_LEASE_SECONDS ?? defaults.dispatchLeaseSeconds) * 1000,
     handlerTimeoutMs: e.HOURGLASS_HANDLER_TIMEOUT_SECONDS * 1000,
