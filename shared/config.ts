@@ -96,6 +96,8 @@ const schema = z.object({
   // Off by default: with the in-process transport a burst of 20k events would otherwise wait
   // for slots a tick at a time (see docs/flow-control.md).
   HOURGLASS_TENANT_MAX_RUNNING: int(0, 1_000_000).default(0),
+  // Types one tenant may set limits on: each is an entry in that tenant's index item (400 KB at most).
+  HOURGLASS_TENANT_LIMITED_TYPES: int(1, 5_000).default(1_000),
   HOURGLASS_DISPATCH_LEASE_SECONDS: int(1, 43_200).optional(),
   HOURGLASS_RUN_LEASE_MARGIN_MS: int(0, 600_000).default(30_000),
   HOURGLASS_HANDLER_TIMEOUT_SECONDS: int(1, 900).default(30),
@@ -228,6 +230,8 @@ export interface HourglassConfig {
     /** Creates a tenant may make at once; at least 500, so one batch always fits. */
     readonly createsBurst: number;
     readonly maxRunning: number;
+    /** Event types a tenant may set limits on (`PUT /v1/types/{type}/limits`). */
+    readonly limitedTypes: number;
   };
   readonly dispatchLeaseMs: number;
   readonly handlerTimeoutMs: number;
@@ -367,6 +371,7 @@ export function loadConfig(
       createsBurst:
         e.HOURGLASS_TENANT_CREATES_BURST ?? Math.max(500, 2 * e.HOURGLASS_TENANT_CREATES_PER_SECOND),
       maxRunning: e.HOURGLASS_TENANT_MAX_RUNNING,
+      limitedTypes: e.HOURGLASS_TENANT_LIMITED_TYPES,
     },
     dispatchLeaseMs: (e.HOURGLASS_DISPATCH_LEASE_SECONDS ?? defaults.dispatchLeaseSeconds) * 1000,
     handlerTimeoutMs: e.HOURGLASS_HANDLER_TIMEOUT_SECONDS * 1000,
@@ -387,7 +392,12 @@ export function loadConfig(
       allowPrivate,
       allowLoopback: allowPrivate && mode === "local",
       refusedPorts:
-        mode === "local" ? localServicePorts(merged, e.HOURGLASS_REDIS_URL, e.PORT) : new Set<number>(),
+        mode === "local"
+          ? localServicePorts(merged, e.HOURGLASS_REDIS_URL, e.PORT, {
+              dynamodb: e.HOURGLASS_DYNAMODB_PORT,
+              sqs: e.HOURGLASS_SQS_PORT,
+            })
+          : new Set<number>(),
       secret: e.HOURGLASS_WEBHOOK_SECRET ?? (mode === "local" ? LOCAL_WEBHOOK_SECRET : undefined),
       timeoutMs: e.HOURGLASS_WEBHOOK_TIMEOUT_MS,
     },
@@ -430,13 +440,16 @@ export function loadConfig(
 
 /**
  * The ports of the embedded stack (Redis and its cluster bus, DynamoDB Local, the SQS emulator)
- * and of the API itself, read from the same variables the clients use, with the embedded
- * defaults when they are unset.
+ * and of the API itself, read from the same variables the clients use. A stand-in with no
+ * endpoint variable is the one `npm start` runs itself, on HOURGLASS_DYNAMODB_PORT or
+ * HOURGLASS_SQS_PORT (their defaults 8000 and 4566): that port is the one to refuse, since
+ * DynamoDB Local listens on every interface.
  */
 function localServicePorts(
   env: Record<string, string | undefined>,
   redisUrl: string,
   apiPort: number,
+  embedded: { readonly dynamodb: number; readonly sqs: number },
 ): ReadonlySet<number> {
   const portOf = (url: string | undefined, fallback: number) => {
     if (!url) return fallback;
@@ -451,8 +464,8 @@ function localServicePorts(
   const ports = [
     redis,
     redis + 10_000,
-    portOf(env.AWS_ENDPOINT_URL_DYNAMODB ?? env.AWS_ENDPOINT_URL, 8000),
-    portOf(env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL, 4566),
+    portOf(env.AWS_ENDPOINT_URL_DYNAMODB ?? env.AWS_ENDPOINT_URL, embedded.dynamodb),
+    portOf(env.AWS_ENDPOINT_URL_SQS ?? env.AWS_ENDPOINT_URL, embedded.sqs),
   ];
   if (apiPort > 0) ports.push(apiPort);
   return new Set(ports);

@@ -131,7 +131,9 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
   const flow = new FlowControl(
     redis,
     config,
-    config.journal ? new LimitsStore(dynamo, config.tables.leases) : undefined,
+    config.journal
+      ? new LimitsStore(dynamo, config.tables.leases, config.tenantLimits.limitedTypes)
+      : undefined,
     options.clock ?? Date.now,
   );
   const deps: EngineDeps = {

@@ -78,6 +78,11 @@ export const contains = (attribute: string, value: unknown): Condition => ({
   render: (p) => `contains(${p.name(attribute)}, ${p.value(value)})`,
 });
 
+/** The attribute (a set, a list, a map or a string) has fewer than `n` elements. */
+export const sizeBelow = (attribute: string, n: number): Condition => ({
+  render: (p) => `size(${p.name(attribute)}) < ${p.value(n)}`,
+});
+
 /** Parenthesised, so `not(and(a, b))` negates the whole of it. */
 export const not = (condition: Condition): Condition => ({
   render: (p) => `(NOT ${condition.render(p)})`,

@@ -75,3 +75,18 @@ export class DuplicateHandlerError extends Error {
     this.name = "DuplicateHandlerError";
   }
 }
+
+/** A rotation while the most earlier secrets allowed still sign: nothing was changed. */
+export class RotationOverlapError extends Error {
+  constructor(
+    readonly tenant: string,
+    readonly overlapping: number,
+    /** When the earliest of them stops signing, so a rotation fits again. */
+    readonly retryAt: number,
+  ) {
+    super(
+      `${overlapping} earlier secrets are still in their overlap; rotate again after ${new Date(retryAt).toISOString()}`,
+    );
+    this.name = "RotationOverlapError";
+  }
+}

@@ -3,8 +3,11 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { Webhook } from "standardwebhooks";
 import { ConfigError } from "../config.ts";
+import { equals, notExists } from "../dynamo/conditions.ts";
 import { update } from "../dynamo/expression.ts";
+import { onConditionFailed } from "../dynamo/failures.ts";
 import { JournalRequiredError } from "../journal/errors.ts";
+import { RotationOverlapError } from "./errors.ts";
 
 /**
  * Webhook signing on the Standard Webhooks spec (https://www.standardwebhooks.com), with the
@@ -23,6 +26,46 @@ export interface SigningState {
   readonly rotatedAt?: number;
   /** Until then, the previous generation's secret signs too. */
   readonly previousUntil?: number;
+  /**
+   * Generations before the previous one whose overlap has not ended: a rotation during an overlap
+   * does not cut the earlier one short (receivers may still hold only that secret).
+   */
+  readonly older?: readonly { readonly generation: number; readonly until: number }[];
+}
+
+/** Secrets besides the current one that may sign at once: each adds a signature to every webhook. */
+export const MAX_OVERLAPPING_SECRETS = 4;
+
+/**
+ * The state after a rotation at `now`: one generation more, the one replaced signing until
+ * `previousUntil`, and every earlier one still in its overlap kept to its own end. Throws
+ * RotationOverlapError when that would make more than MAX_OVERLAPPING_SECRETS earlier secrets.
+ */
+export function rotated(
+  tenant: string,
+  current: SigningState,
+  previousUntil: number,
+  now: number,
+): SigningState {
+  const live = liveEarlier(current, now);
+  if (live.length >= MAX_OVERLAPPING_SECRETS) {
+    throw new RotationOverlapError(tenant, live.length, Math.min(...live.map((entry) => entry.until)));
+  }
+  return {
+    generation: current.generation + 1,
+    rotatedAt: now,
+    previousUntil,
+    ...(live.length > 0 && { older: live }),
+  };
+}
+
+/** The generations before `state.generation` that still sign at `now`, newest first. */
+function liveEarlier(state: SigningState, now: number): { generation: number; until: number }[] {
+  const previous =
+    state.generation > 0 && state.previousUntil !== undefined
+      ? [{ generation: state.generation - 1, until: state.previousUntil }]
+      : [];
+  return [...previous, ...(state.older ?? [])].filter((entry) => now < entry.until);
 }
 
 export interface TenantSecrets {
@@ -32,6 +75,8 @@ export interface TenantSecrets {
   readonly rotatedAt?: number;
   /** The previous secret, while it still signs. */
   readonly previous?: { readonly secret: string; readonly expiresAt: number };
+  /** Secrets before the previous one, rotated away during an overlap, while they still sign. */
+  readonly older?: readonly { readonly secret: string; readonly expiresAt: number }[];
 }
 
 const HKDF_SALT = "hourglass/webhook-signing/v1";
@@ -49,6 +94,12 @@ export function tenantSecrets(
   now: number,
 ): TenantSecrets {
   const previousLive = state.generation > 0 && state.previousUntil !== undefined && now < state.previousUntil;
+  const older = (state.older ?? [])
+    .filter((entry) => now < entry.until)
+    .map((entry) => ({
+      secret: deriveTenantSecret(master, tenant, entry.generation),
+      expiresAt: entry.until,
+    }));
   return {
     current: deriveTenantSecret(master, tenant, state.generation),
     generation: state.generation,
@@ -59,6 +110,7 @@ export function tenantSecrets(
         expiresAt: state.previousUntil!,
       },
     }),
+    ...(older.length > 0 && { older }),
   };
 }
 
@@ -72,7 +124,11 @@ export function signatureHeaders(
   timestamp: Date,
   body: string,
 ): { "webhook-id": string; "webhook-timestamp": string; "webhook-signature": string } {
-  const keys = [secrets.current, ...(secrets.previous ? [secrets.previous.secret] : [])];
+  const keys = [
+    secrets.current,
+    ...(secrets.previous ? [secrets.previous.secret] : []),
+    ...(secrets.older ?? []).map((entry) => entry.secret),
+  ];
   return {
     "webhook-id": id,
     "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
@@ -108,28 +164,59 @@ export class DynamoSigningStateStore implements SigningStateStore {
     return Item ? stateOf(Item) : { generation: 0 };
   }
 
+  /**
+   * Read, then write only if no other rotation came between (the generation is unchanged), so
+   * two rotations at once never lose the earlier secrets either of them kept.
+   */
   async rotate(tenant: string, previousUntil: number, now: number): Promise<SigningState> {
-    const { Attributes } = await this.doc.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk: keyOf(tenant) },
-        ...update({ add: { generation: 1 }, set: { rotatedAt: now, previousUntil } }),
-        ReturnValues: "ALL_NEW",
-      }),
-    );
-    return stateOf(Attributes ?? {});
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.get(tenant);
+      const next = rotated(tenant, current, previousUntil, now);
+      const write = this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: keyOf(tenant) },
+          ...update({
+            set: {
+              generation: next.generation,
+              rotatedAt: now,
+              previousUntil,
+              older: next.older?.map((entry) => ({ ...entry })) ?? [],
+            },
+            if: current.generation === 0 ? notExists("generation") : equals("generation", current.generation),
+          }),
+        }),
+      );
+      const written = await onConditionFailed(
+        write.then(() => true),
+        () => false,
+      );
+      if (written) return next;
+      if (attempt >= ROTATE_ATTEMPTS) throw new Error(`webhook secret of ${tenant}: rotations kept racing`);
+    }
   }
 }
+
+/** Concurrent rotations of one tenant's secret retried before giving up. */
+const ROTATE_ATTEMPTS = 5;
 
 function keyOf(tenant: string): string {
   return `webhook-secret#${tenant}`;
 }
 
 function stateOf(item: Record<string, unknown>): SigningState {
+  const older = Array.isArray(item.older)
+    ? (item.older as { generation?: unknown; until?: unknown }[]).flatMap((entry) =>
+        typeof entry.generation === "number" && typeof entry.until === "number"
+          ? [{ generation: entry.generation, until: entry.until }]
+          : [],
+      )
+    : [];
   return {
     generation: Number(item.generation ?? 0),
     ...(typeof item.rotatedAt === "number" && { rotatedAt: item.rotatedAt }),
     ...(typeof item.previousUntil === "number" && { previousUntil: item.previousUntil }),
+    ...(older.length > 0 && { older }),
   };
 }
 

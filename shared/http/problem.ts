@@ -3,6 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { type FieldIssue, ValidationError } from "../errors.ts";
 import { EventNotFoundError, EventStateConflictError, IdempotencyConflictError } from "../events/errors.ts";
+import { RotationOverlapError } from "../handlers/errors.ts";
 import { InvalidCursorError, JournalRequiredError } from "../journal/errors.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import {
@@ -85,6 +86,12 @@ export function problemFor(error: unknown): Problem {
   }
   if (error instanceof StaleLeaseError) {
     return problem("stale-lease", "Not the current holder of the lease", 409, { detail: error.message });
+  }
+  if (error instanceof RotationOverlapError) {
+    return problem("rotation-overlap", "Too many earlier secrets still sign", 409, {
+      detail: error.message,
+      retryAt: new Date(error.retryAt).toISOString(),
+    });
   }
   if (error instanceof InsufficientStockError) {
     return problem("insufficient-stock", "Not enough stock; nothing was held", 409, {

@@ -45,7 +45,7 @@ export class ReservationStateError extends Error {
 /** The same reservation id was used before for other items or another hold time. */
 export class ReservationConflictError extends Error {
   constructor(readonly id: string) {
-    super(`reservation ${id} already exists with other items`);
+    super(`reservation ${id} already exists with other items or another holdSeconds`);
     this.name = "ReservationConflictError";
   }
 }

@@ -76,11 +76,12 @@ export class ReservationService {
     const id = request.id ?? this.newId();
     const existing = request.id ? await this.findReservation(tenant, id) : undefined;
     // A void is an earlier attempt that never held anything: this one may write over it.
+    const holdMs = request.holdSeconds * 1000;
     if (existing && !existing.neverHeld)
-      return { reservation: this.sameHold(existing, items), created: false };
+      return { reservation: this.sameHold(existing, items, holdMs), created: false };
 
     const now = this.clock();
-    const expiresAt = now + request.holdSeconds * 1000;
+    const expiresAt = now + holdMs;
     // Its id is new each attempt: an attempt that fails leaves an event that finds no matching
     // hold and does nothing. It also names the attempt's admission.
     const expiryEventId = `hold-expire:${this.newId()}`;
@@ -247,7 +248,11 @@ export class ReservationService {
     // No reservation under this id, or another request's: this request's expiry has nothing to release.
     await this.cancelExpiry(tenant, expiryEventId);
     // Another request with the same id won the race: answer as for a repeat.
-    if (current && !current.neverHeld) return { reservation: this.sameHold(current, items), created: false };
+    if (current && !current.neverHeld)
+      return {
+        reservation: this.sameHold(current, items, reservation.expiresAt - reservation.createdAt),
+        created: false,
+      };
     const refusals = transactionRefusals(error);
     if (!refusals) throw error;
     // The transaction is the reservation, then each SKU's counter and its one entry. A counter
@@ -369,8 +374,19 @@ export class ReservationService {
     return readReservation(this.doc, this.table, tenant, id);
   }
 
-  private sameHold(existing: Reservation, items: { sku: string; quantity: number }[]): Reservation {
-    if (JSON.stringify(mergeItems(existing.items)) !== JSON.stringify(items))
+  /**
+   * A repeat is the same items for the same holdSeconds (as for events, where the delay itself is
+   * part of the content): a hold's length is its expiry less its creation, exactly as written.
+   */
+  private sameHold(
+    existing: Reservation,
+    items: { sku: string; quantity: number }[],
+    holdMs: number,
+  ): Reservation {
+    if (
+      JSON.stringify(mergeItems(existing.items)) !== JSON.stringify(items) ||
+      existing.expiresAt - existing.createdAt !== holdMs
+    )
       throw new ReservationConflictError(existing.id);
     return existing;
   }

@@ -25,11 +25,27 @@ export interface StoredLimits extends TypeLimits {
   readonly updatedAt: number;
 }
 
+/**
+ * The slowest rate: one start in about 11.6 days. Below it a rate is not a limit but a pause, and
+ * the numbers stop fitting where they go: DynamoDB stores no magnitude under 1e-130 (a 503 for the
+ * caller's typo), and the bucket's expiry, burst × 1000 / rate ms, must stay under 1e17 to reach
+ * Redis as an integer (Lua formats numbers with 17 digits): past it every admission of the tenant
+ * failed. With `burst` at most 10,000,000 this floor keeps it at most 1e16.
+ */
+export const MIN_RATE_PER_SECOND = 0.000001;
+
 /** The body of `PUT /v1/types/{type}/limits`: the whole set of limits, replacing the previous one. */
 export const limitsInput = z
   .object({
     paused: z.boolean().optional(),
-    ratePerSecond: z.number().positive().max(1_000_000).optional(),
+    ratePerSecond: z
+      .number()
+      .min(
+        MIN_RATE_PER_SECOND,
+        `at least ${MIN_RATE_PER_SECOND} (one start in about 11.6 days); use paused to stop a type`,
+      )
+      .max(1_000_000)
+      .optional(),
     burst: z.number().int().min(1).max(10_000_000).optional(),
     maxConcurrency: z.number().int().min(1).max(1_000_000).optional(),
   })

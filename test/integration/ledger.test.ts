@@ -105,6 +105,12 @@ describe("stock and holds", () => {
     await expect(
       ledger.hold(tenant, { ...input, items: [{ sku: "sku", quantity: 5 }] }),
     ).rejects.toBeInstanceOf(ReservationConflictError);
+    // Another hold length is other content too (as a different delay is for an event): it was
+    // answered 200 with the first hold, whose expiry the caller had not asked for.
+    await expect(ledger.hold(tenant, { ...input, holdSeconds: 600 })).rejects.toBeInstanceOf(
+      ReservationConflictError,
+    );
+    expect((await ledger.stock(tenant, "sku")).held).toBe(4);
   });
 
   it("refuses more SKUs than one transaction can carry", async () => {

@@ -88,6 +88,10 @@ describe("type limits API", () => {
     for (const body of [
       { ratePerSecond: -1 },
       { ratePerSecond: 0 },
+      // Below DynamoDB's smallest number (a 503 before), and a rate whose bucket expiry Redis cannot take.
+      { ratePerSecond: 1e-300 },
+      { ratePerSecond: 5e-324 },
+      { ratePerSecond: 1e-20 },
       { burst: 5 },
       { maxConcurrency: 1.5 },
       { maxConcurrency: 0 },

@@ -98,4 +98,22 @@ describe("webhook targets (issue 9)", () => {
     expect([...config.webhook.refusedPorts].sort()).toEqual([16390, 3100, 4567, 6390, 8001].sort());
     expect([...loadConfig({}).webhook.refusedPorts].sort()).toEqual([16379, 3000, 4566, 6379, 8000].sort());
   });
+
+  it("refuses the ports npm start runs its own DynamoDB Local and SQS emulator on (HOURGLASS_*_PORT)", () => {
+    // docs/local.md's second copy: no endpoint variables, so the stand-ins start on these ports,
+    // DynamoDB Local on every interface. Refusing 8000 and 4566 instead left them reachable.
+    const config = loadConfig({
+      PORT: "3100",
+      HOURGLASS_REDIS_URL: "redis://127.0.0.1:6380",
+      HOURGLASS_DYNAMODB_PORT: "8100",
+      HOURGLASS_SQS_PORT: "4666",
+    });
+    expect([...config.webhook.refusedPorts].sort()).toEqual([16380, 3100, 4666, 6380, 8100].sort());
+    // An endpoint variable names the service actually used; its port is the one refused.
+    const elsewhere = loadConfig({
+      HOURGLASS_DYNAMODB_PORT: "8100",
+      AWS_ENDPOINT_URL_DYNAMODB: "http://127.0.0.1:8200",
+    });
+    expect(elsewhere.webhook.refusedPorts.has(8200)).toBe(true);
+  });
 });

@@ -165,7 +165,8 @@ export function mountStockRoutes(app: OpenAPIHono<TenantEnv>, ledger: () => Stoc
       tags: holdTags,
       summary: "Hold stock for a while: all items or none",
       description:
-        "An unconfirmed hold is released by itself at expiresAt. With an id, a repeat answers 200 with the first result. " +
+        "An unconfirmed hold is released by itself at expiresAt. With an id, a repeat (the same items and holdSeconds) answers 200 " +
+        "with the first result; other items or another holdSeconds under that id answer 409. " +
         "When stock is short, 409 lists every short SKU with what was asked and what is available.",
       request: { ...jsonRequest(holdInput.openapi("Hold")) },
       responses: {

@@ -17,6 +17,13 @@ export const WebhookSecret = z
       description:
         "After a rotation, the previous secret: it signs too (a second signature in `webhook-signature`) until `expiresAt`.",
     }),
+    older: z
+      .array(z.object({ secret: z.string(), expiresAt: z.string().datetime() }))
+      .optional()
+      .openapi({
+        description:
+          "Secrets before the previous one, rotated away while still in their overlap: each keeps signing until its own `expiresAt`.",
+      }),
   })
   .openapi("WebhookSecret");
 
@@ -48,6 +55,12 @@ function view(secrets: TenantSecrets): z.infer<typeof WebhookSecret> {
         expiresAt: new Date(secrets.previous.expiresAt).toISOString(),
       },
     }),
+    ...(secrets.older && {
+      older: secrets.older.map((entry) => ({
+        secret: entry.secret,
+        expiresAt: new Date(entry.expiresAt).toISOString(),
+      })),
+    }),
   };
 }
 
@@ -73,10 +86,13 @@ export function mountWebhookSecretRoutes(
       path: "/v1/webhook-secret/rotate",
       tags,
       summary: "Start signing with a new secret; the previous one keeps signing during the overlap",
+      description:
+        "Each secret rotated away keeps signing until its own overlap ends, also when rotations follow each other. " +
+        "At most 4 earlier secrets sign at once: one more rotation answers 409 with `retryAt`, when the earliest stops.",
       request: {
         body: { content: { "application/json": { schema: RotateBody } }, required: false },
       },
-      responses: { 200: json(WebhookSecret, "The new secret"), ...problems(422, 501, 503) },
+      responses: { 200: json(WebhookSecret, "The new secret"), ...problems(409, 422, 501, 503) },
     }),
     async (c) => {
       const overlapSeconds = c.req.valid("json")?.overlapSeconds ?? DEFAULT_OVERLAP_SECONDS;
