@@ -2,17 +2,16 @@ import { decodeBody } from "../engine/body.ts";
 import { notificationStreamKey, shardKeys } from "../engine/keys.ts";
 import type { RedisClient } from "../engine/scripts.ts";
 import type { Logger } from "../logger.ts";
-import { detailOf, type TransitionNotice } from "./model.ts";
+import type { TransitionNotice } from "./model.ts";
 import { describe, type NotificationSink } from "./notifier.ts";
-
-/** The stream entry's one field: the notification as JSON. */
-export const STREAM_FIELD = "n";
+import { encodeStreamEntry } from "./stream-entry.ts";
 
 /**
  * Appends each tenant's notices to its capped stream (`XADD … MAXLEN ~ n`), the source of
- * `GET /v1/events/stream`. One command per notice, a pipeline per tenant, all written at once: on a
- * cluster each pipeline goes to its tenant's node. Commands on one key reach Redis in the order
- * they are sent, so a tenant's entries keep the publish order.
+ * `GET /v1/events/stream`, one compact entry a notice (stream-entry.ts). One command per notice,
+ * a pipeline per tenant, all written at once: on a cluster each pipeline goes to its tenant's
+ * node. Commands on one key reach Redis in the order they are sent, so a tenant's entries keep
+ * the publish order.
  */
 export class RedisStreamSink implements NotificationSink {
   readonly name = "redis-stream";
@@ -40,7 +39,7 @@ export class RedisStreamSink implements NotificationSink {
         const key = notificationStreamKey(this.prefix, tenant);
         const pipeline = this.redis.pipeline();
         for (const notice of list) {
-          pipeline.xadd(key, "MAXLEN", "~", this.maxLen, "*", STREAM_FIELD, JSON.stringify(detailOf(notice)));
+          pipeline.xadd(key, "MAXLEN", "~", this.maxLen, "*", ...encodeStreamEntry(notice));
         }
         try {
           const replies = (await pipeline.exec()) ?? [];

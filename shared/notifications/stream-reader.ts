@@ -1,7 +1,7 @@
 import { notificationStreamKey } from "../engine/keys.ts";
 import type { RedisClient } from "../engine/scripts.ts";
 import type { NotificationDetail } from "./model.ts";
-import { STREAM_FIELD } from "./redis-stream.ts";
+import { decodeStreamEntry } from "./stream-entry.ts";
 
 /** A Redis stream entry id, `<ms>-<seq>`: also the SSE `id:` and what `Last-Event-ID` echoes. */
 export const STREAM_ID = /^\d{1,15}-\d{1,15}$/;
@@ -50,7 +50,7 @@ export class StreamSubscription {
   constructor(
     private readonly connection: RedisClient,
     prefix: string,
-    tenant: string,
+    private readonly tenant: string,
   ) {
     this.key = notificationStreamKey(prefix, tenant);
   }
@@ -120,9 +120,8 @@ export class StreamSubscription {
     if (!reply) return [];
     const entries: StreamEntry[] = [];
     for (const [streamId, fields] of reply[0]![1]) {
-      const value = fields[fields.indexOf(STREAM_FIELD) + 1];
-      if (value === undefined) continue;
-      entries.push({ streamId, detail: JSON.parse(value) as NotificationDetail });
+      const detail = decodeStreamEntry(this.tenant, fields);
+      if (detail) entries.push({ streamId, detail });
     }
     return entries;
   }

@@ -12,6 +12,11 @@ import {
 import { detailOf, TRANSITIONS, type TransitionNotice } from "../../shared/notifications/model.ts";
 import { BufferedNotifier, type NotificationSink } from "../../shared/notifications/notifier.ts";
 import { notify } from "../../shared/notifications/publish.ts";
+import {
+  decodeStreamEntry,
+  encodeStreamEntry,
+  LEGACY_FIELD,
+} from "../../shared/notifications/stream-entry.ts";
 
 const notice = (i: number, extra: Partial<TransitionNotice> = {}): TransitionNotice => ({
   transition: "succeeded",
@@ -218,5 +223,46 @@ describe("buffered notifier", () => {
     );
     expect(detail).toMatchObject({ scheduleId: "nightly", heldBy: "rate", transition: "held" });
     expect(detailOf(notice(0)).scheduleId).toBeUndefined();
+  });
+});
+
+describe("stream entries (the tenant's capped Redis stream)", () => {
+  const cases: TransitionNotice[] = [
+    notice(0, { transition: "scheduled", status: "scheduled", attempt: 0, runAt: Date.UTC(2026, 0, 2) }),
+    notice(1, {
+      transition: "retrying",
+      status: "retrying",
+      error: "boom: 500",
+      runAt: Date.UTC(2026, 0, 3),
+    }),
+    notice(2, {
+      transition: "held",
+      status: "retrying",
+      heldBy: "concurrency",
+      id: "nightly@2026-03-29T01:30:00Z",
+    }),
+    notice(3, { transition: "dispatched", status: "dispatched", type: undefined }),
+    notice(4),
+  ];
+
+  it("reads back every notice as the detail subscribers get, in the same key order", () => {
+    for (const n of cases) {
+      const detail = decodeStreamEntry(n.tenant, encodeStreamEntry(n));
+      expect(JSON.stringify(detail)).toBe(JSON.stringify(detailOf(n)));
+    }
+  });
+
+  it("stores no tenant, no status the transition implies, and no JSON", () => {
+    const fields = encodeStreamEntry(cases[0]!);
+    expect(fields.filter((_, i) => i % 2 === 0)).toEqual(["t", "i", "y", "a", "m", "r"]);
+    expect(fields.join("")).not.toContain("acme");
+    expect(encodeStreamEntry(cases[2]!)).toContain("s");
+  });
+
+  it("reads entries written in the layout before (the detail as JSON in one field), and skips unreadable ones", () => {
+    const legacy = detailOf(cases[1]!);
+    expect(decodeStreamEntry("acme", [LEGACY_FIELD, JSON.stringify(legacy)])).toEqual(legacy);
+    expect(decodeStreamEntry("acme", ["t", "exploded", "i", "x", "m", "1"])).toBeUndefined();
+    expect(decodeStreamEntry("acme", ["x", "y"])).toBeUndefined();
   });
 });
