@@ -25,6 +25,14 @@ const options = new Command()
 const stack = await startBenchStack();
 const redis = new Redis(stack.redisServer.url);
 const used = async () => Number((await redis.info("memory")).match(/used_memory:(\d+)/)![1]);
+/** The parts of `used_memory` that are not keys: scripts, client buffers, the keyspace's own tables. */
+const FIXED = ["used_memory_scripts", "mem_clients_normal", "used_memory_overhead", "used_memory_dataset"];
+const parts = async () => {
+  const info = await redis.info("memory");
+  return FIXED.map((name) => Number(info.match(new RegExp(`${name}:(\\d+)`))?.[1] ?? 0));
+};
+const printParts = (before: number[], after: number[], n: number) =>
+  console.log(FIXED.map((name, i) => `${name} ${((after[i]! - before[i]!) / n).toFixed(1)} B`).join(", "));
 
 async function breakdown(label: string, n: number) {
   const groups = new Map<string, { keys: number; bytes: number; encodings: Set<string>; entries: number }>();
@@ -37,6 +45,7 @@ async function breakdown(label: string, n: number) {
         .replace(/^\{[^}:]+:/, "{p:")
         .replace(/^\{p:\d+\}/, "{p:S}")
         .replace(/:tdue:.*$/, ":tdue:T")
+        .replace(/:bodies:\d+$/, ":bodies:N")
         .replace(/:h:\d+$/, ":h:H")
         .replace(/^bull:[^:]+:[0-9a-f-]+$/, "bull:Q:<job>")
         .replace(/^bull:[^:]+:/, "bull:Q:");
@@ -78,17 +87,21 @@ try {
   for (const mode of ["engine", "full"] as Mode[]) {
     await redis.flushall();
     const before = await used();
+    const beforeParts = await parts();
     const { hourglass } = await benchHourglass(mode, stack.redisServer.url);
     await enqueueBatch(hourglass, options.n, 100, mode === "engine" ? 1_000 : 500, options.delayMs);
     const delta = ((await used()) - before) / options.n;
     console.log(`\n## ${mode}: used_memory delta ${delta.toFixed(1)} B per event (${options.n} events)`);
+    printParts(beforeParts, await parts(), options.n);
     await breakdown(mode, options.n);
     await hourglass.close();
   }
   await redis.flushall();
   const bull = new BullPeer(stack.redisServer.url);
   const before = await used();
+  const beforeParts = await parts();
   await bull.enqueueBatch(options.n, 100);
+  printParts(beforeParts, await parts(), options.n);
   console.log(
     `\n## BullMQ: used_memory delta ${(((await used()) - before) / options.n).toFixed(1)} B per job`,
   );
