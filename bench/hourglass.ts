@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import pMap from "p-map";
 import { z } from "zod";
 import { createDynamoClient, createSqsClient } from "../shared/aws.ts";
@@ -7,13 +8,14 @@ import { defineHandler } from "../shared/handlers/registry.ts";
 import { createHourglass, type Hourglass } from "../shared/hourglass.ts";
 import { provision } from "../shared/local/provision.ts";
 import { startRuntime } from "../shared/local/runtime.ts";
+import type { WorkerPoolOptions } from "../shared/local/worker-pool.ts";
 import { silentLogger } from "../shared/logger.ts";
 import type { DispatchMessage } from "../shared/model/message.ts";
 import { InProcessTransport } from "../shared/transport/memory.ts";
 import type { Transport } from "../shared/transport/transport.ts";
 import { lateness, payloadOf, sleep, until } from "./stats.ts";
 
-const noop = defineHandler("bench.noop", z.object({ data: z.string() }), async () => {});
+export const noop = defineHandler("bench.noop", z.object({ data: z.string() }), async () => {});
 
 export interface Sample {
   runAt: number;
@@ -41,20 +43,8 @@ export async function benchHourglass(
   } = {},
 ) {
   const name = options.name ?? `b${randomBytes(3).toString("hex")}`;
-  const config = loadConfig(process.env, {
-    HOURGLASS_MODE: "local",
-    HOURGLASS_REDIS_URL: redisUrl,
-    HOURGLASS_KEY_PREFIX: name,
-    HOURGLASS_JOURNAL: mode === "full" ? "true" : "false",
-    HOURGLASS_EVENTS_TABLE: `${name}-events`,
-    HOURGLASS_LEASES_TABLE: `${name}-leases`,
-    HOURGLASS_LEDGER_TABLE: `${name}-ledger`,
-    HOURGLASS_SCHEDULES_TABLE: `${name}-schedules`,
-    HOURGLASS_QUEUE_NAME: `${name}-work`,
-    HOURGLASS_CLAIM_BATCH: "1000",
-    LOG_LEVEL: "SILENT",
-    ...options.env,
-  });
+  const env = benchEnv(mode, redisUrl, name, options.env);
+  const config = loadConfig(process.env, env);
   if (mode === "full") {
     await provision({
       dynamo: createDynamoClient(),
@@ -76,12 +66,55 @@ export async function benchHourglass(
     handlers: [noop],
     ...(mode === "engine" && { transport: options.transport ?? inProcess }),
     ...(options.clock && { clock: options.clock }),
-    workerHooks: {
-      onStart: (message, startedAt) =>
-        samples.push({ runAt: message.runAt, startedAt, member: message.member }),
+    workerHooks: { onStart: sampleStart(samples) },
+  });
+  /**
+   * `npm start`'s layout: the worker in `count` processes of their own (`bench/consumer.ts`), on
+   * this instance's queue, tables and keys; their handler starts land in `samples`.
+   */
+  const workers = (
+    count: number,
+    consumer: { pollers: number; maxInFlight: number },
+    /** Each SQS and DynamoDB call a worker made: [name, epoch ms, items]. */
+    onCalls?: (calls: [string, number, number][]) => void,
+  ): WorkerPoolOptions => ({
+    count,
+    entry: CONSUMER,
+    args: [String(consumer.pollers), String(consumer.maxInFlight)],
+    env: { ...process.env, ...env },
+    onMessage: (message) => {
+      const report = message as { samples?: Sample[]; calls?: [string, number, number][] };
+      if (report.samples) samples.push(...report.samples);
+      if (report.calls) onCalls?.(report.calls);
     },
   });
-  return { hourglass, samples, name };
+  return { hourglass, samples, name, env, workers };
+}
+
+const CONSUMER = fileURLToPath(new URL("./consumer.ts", import.meta.url));
+
+/** Records a handler start for the lateness figures. */
+export function sampleStart(samples: Sample[]) {
+  return (message: DispatchMessage, startedAt: number) =>
+    samples.push({ runAt: message.runAt, startedAt, member: message.member });
+}
+
+/** The settings of one benchmark instance, as environment variables (a worker process gets them too). */
+function benchEnv(mode: Mode, redisUrl: string, name: string, extra: Record<string, string> = {}) {
+  return {
+    HOURGLASS_MODE: "local",
+    HOURGLASS_REDIS_URL: redisUrl,
+    HOURGLASS_KEY_PREFIX: name,
+    HOURGLASS_JOURNAL: mode === "full" ? "true" : "false",
+    HOURGLASS_EVENTS_TABLE: `${name}-events`,
+    HOURGLASS_LEASES_TABLE: `${name}-leases`,
+    HOURGLASS_LEDGER_TABLE: `${name}-ledger`,
+    HOURGLASS_SCHEDULES_TABLE: `${name}-schedules`,
+    HOURGLASS_QUEUE_NAME: `${name}-work`,
+    HOURGLASS_CLAIM_BATCH: "1000",
+    LOG_LEVEL: "SILENT",
+    ...extra,
+  };
 }
 
 export async function enqueueBatch(
