@@ -31,6 +31,8 @@ const { values } = parseArgs({
     workers: { type: "string", default: "0" },
     /** Writes a V8 CPU profile of this process over the burst window to this file. */
     profile: { type: "string" },
+    /** With --workers: each worker process writes a V8 CPU profile of its whole life into this folder. */
+    "worker-profile": { type: "string" },
   },
 });
 const n = Number(values.n);
@@ -95,12 +97,17 @@ const runtime = startRuntime(hourglass, {
   pollers,
   maxInFlight: n,
   ...(workerCount > 0 && {
-    workers: workers(workerCount, { pollers, maxInFlight: n }, (list) => {
-      for (const [key, at, items] of list) {
-        calls[key] = calls[key] ?? [];
-        calls[key].push({ at, items });
-      }
-    }),
+    workers: {
+      ...workers(workerCount, { pollers, maxInFlight: n }, (list) => {
+        for (const [key, at, items] of list) {
+          calls[key] = calls[key] ?? [];
+          calls[key].push({ at, items });
+        }
+      }),
+      ...(values["worker-profile"] && {
+        execArgv: [...process.execArgv, "--cpu-prof", "--cpu-prof-dir", values["worker-profile"]],
+      }),
+    },
   }),
 });
 await runtime.ready;

@@ -7,7 +7,7 @@ import { loadConfig } from "../shared/config.ts";
 import { defineHandler } from "../shared/handlers/registry.ts";
 import { createHourglass, type Hourglass } from "../shared/hourglass.ts";
 import { provision } from "../shared/local/provision.ts";
-import { startRuntime } from "../shared/local/runtime.ts";
+import { LOCAL_MAX_IN_FLIGHT, LOCAL_POLLERS, startRuntime } from "../shared/local/runtime.ts";
 import type { WorkerPoolOptions } from "../shared/local/worker-pool.ts";
 import { silentLogger } from "../shared/logger.ts";
 import type { DispatchMessage } from "../shared/model/message.ts";
@@ -152,11 +152,19 @@ export async function enqueueSingle(hourglass: Hourglass, n: number, payloadByte
   return n / ((performance.now() - started) / 1000);
 }
 
-/** `n` events all due at the same instant, `leadMs` from now; lateness of every start. */
-export async function burst(mode: Mode, redisUrl: string, n: number, leadMs: number) {
-  const { hourglass, samples } = await benchHourglass(mode, redisUrl);
+/**
+ * `n` events all due at the same instant, `leadMs` from now; lateness of every start. `workers`:
+ * the full stack's worker in that many processes of its own, as `npm start` runs it (0: in this one).
+ */
+export async function burst(mode: Mode, redisUrl: string, n: number, leadMs: number, workerCount = 0) {
+  const { hourglass, samples, workers } = await benchHourglass(mode, redisUrl);
   // As many messages in flight as the burst holds: what Lambda's scale-out gives the SQS event source.
-  const runtime = startRuntime(hourglass, { pollers: 16, maxInFlight: n });
+  const consumer = { pollers: 16, maxInFlight: n };
+  const runtime = startRuntime(hourglass, {
+    ...consumer,
+    ...(mode === "full" && workerCount > 0 && { workers: workers(workerCount, consumer) }),
+  });
+  await runtime.ready;
   const dueAt = Date.now() + leadMs;
   const payload = payloadOf(100);
   const chunk = 500;
@@ -189,14 +197,22 @@ export async function steady(
     env?: Record<string, string>;
     /** Reads what the run left (counters, stats) before the instance closes. */
     beforeClose?: (hourglass: Hourglass) => Promise<void>;
+    /** The full stack's worker processes, as `npm start` runs them (0: in this process). */
+    workers?: number;
   } = {},
 ) {
-  const { hourglass, samples } = await benchHourglass(
+  const { hourglass, samples, workers } = await benchHourglass(
     mode,
     redisUrl,
     options.env ? { env: options.env } : {},
   );
-  const runtime = startRuntime(hourglass);
+  const runtime = startRuntime(hourglass, {
+    ...(mode === "full" &&
+      options.workers && {
+        workers: workers(options.workers, { pollers: LOCAL_POLLERS, maxInFlight: LOCAL_MAX_IN_FLIGHT }),
+      }),
+  });
+  await runtime.ready;
   const total = perSecond * seconds;
   const payload = payloadOf(100);
   const started = Date.now();
