@@ -30,6 +30,23 @@ export interface WorkerProcessOptions {
  * received and not finished then comes back after the queue's visibility timeout.
  */
 export async function runWorkerProcess(options: WorkerProcessOptions): Promise<void> {
+  // Listened for before anything is built: a stop that arrives while this process boots (the
+  // runtime stopped during its start) is kept and acted on once the poller exists.
+  let stop: (code: number) => Promise<void> = async () => {
+    stopRequested = true;
+  };
+  let stopRequested = false;
+  process.on("message", (message) => {
+    if (message === STOP) void stop(0);
+  });
+  process.on("disconnect", () => void stop(0));
+  process.on("SIGTERM", () => void stop(0));
+  process.on("SIGINT", () => void stop(0));
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void stop(0);
+  }, 500).unref();
+
   const config = loadConfig(process.env, { HOURGLASS_MODE: process.env.HOURGLASS_MODE ?? "local" });
   const hourglass = await createHourglass({
     config,
@@ -51,7 +68,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<v
   poller.start();
 
   let stopping = false;
-  const stop = async (code: number) => {
+  stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
     try {
@@ -63,15 +80,9 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<v
     }
     process.exit(code);
   };
-  process.on("message", (message) => {
-    if (message === STOP) void stop(0);
-  });
-  process.on("disconnect", () => void stop(0));
-  process.on("SIGTERM", () => void stop(0));
-  process.on("SIGINT", () => void stop(0));
-  const parent = process.ppid;
-  setInterval(() => {
-    if (process.ppid !== parent) void stop(0);
-  }, 500).unref();
+  if (stopRequested) {
+    await stop(0);
+    return;
+  }
   process.send?.(READY);
 }
