@@ -16,3 +16,8 @@ export interface WorkerMainArgs {
 export function encodeMainArgs(args: WorkerMainArgs): string[] {
   return [args.handlersModule, String(args.pollers), String(args.maxInFlight)];
 }
+
+export function decodeMainArgs(argv: readonly string[]): WorkerMainArgs {
+  const [handlersModule = "", pollers, maxInFlight] = argv;
+  return { handlersModule, pollers: Number(pollers), maxInFlight: Number(maxInFlight) };
+}
