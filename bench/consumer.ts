@@ -1,37 +1,59 @@
-import { createSqsBatchHandler } from "../shared/events/sqs-batch.ts";
-import { QueuePoller } from "../shared/local/poller.ts";
+import { runWorkerProcess } from "../shared/local/worker-process.ts";
 import { silentLogger } from "../shared/logger.ts";
-import { benchHourglass, type Sample } from "./hourglass.ts";
+import { noop, type Sample, sampleStart } from "./hourglass.ts";
 
 /**
- * A second (third, …) worker process for `bench/full-burst.ts --consumers K`: the same instance's
- * queue, tables and Redis keys, its own event loop, as Lambda runs the worker in many instances.
- * Usage (with an IPC channel): consumer.ts REDIS_URL NAME POLLERS MAX_IN_FLIGHT. Sends its handler
- * starts to the parent every 50 ms; stops on the message "stop".
+ * The benchmark's worker process, as `npm start` runs `shared/local/worker-main.ts` (a
+ * `WorkerPool` forks it with the instance's settings in its environment): the same
+ * `runWorkerProcess`, with the benchmark's handler, reporting each handler start, and the time and
+ * size of each SQS and DynamoDB call it makes, to the pool over IPC every 50 ms.
+ * Usage: consumer.ts POLLERS MAX_IN_FLIGHT.
  */
-const [redisUrl, name, pollers, maxInFlight] = process.argv.slice(2);
-const { hourglass, samples } = await benchHourglass("full", redisUrl!, { name: name! });
-const poller = new QueuePoller(
-  hourglass.sqs,
-  hourglass.queueUrl!,
-  createSqsBatchHandler(hourglass.worker, silentLogger),
-  silentLogger,
-  Number(pollers),
-  Number(maxInFlight),
-);
-poller.start();
+const [pollers, maxInFlight] = process.argv.slice(2);
+const samples: Sample[] = [];
+/** [name, epoch ms, items] of each call: what `bench/full-burst.ts` times its phases by. */
+const calls: [string, number, number][] = [];
 const report = () => {
-  const batch: Sample[] = samples.splice(0);
-  if (batch.length > 0) process.send?.({ samples: batch });
+  if (samples.length === 0 && calls.length === 0) return;
+  process.send?.({ samples: samples.splice(0), calls: calls.splice(0) });
 };
-const timer = setInterval(report, 50);
-process.on("message", async (message) => {
-  if (message !== "stop") return;
-  await poller.stop();
-  clearInterval(timer);
-  report();
-  await hourglass.close();
-  process.send?.("stopped");
-  process.disconnect?.();
+setInterval(report, 50).unref();
+await runWorkerProcess({
+  handlers: [noop],
+  workerHooks: { onStart: sampleStart(samples) },
+  pollers: Number(pollers),
+  maxInFlight: Number(maxInFlight),
+  logger: silentLogger,
+  prepare: (hourglass) => {
+    for (const [service, client] of [
+      ["dynamodb", hourglass.dynamo],
+      ["sqs", hourglass.sqs],
+    ] as const) {
+      const stack = client.middlewareStack as unknown as { add(m: unknown, o: unknown): void };
+      stack.add(
+        (
+          next: (args: { input: unknown }) => Promise<{ output?: unknown }>,
+          context: { commandName?: string },
+        ) =>
+          async (args: { input: unknown }) => {
+            const result = await next(args);
+            const name = callName(service, context.commandName, args.input);
+            calls.push([name, Date.now(), itemsOf(name, args.input, result.output)]);
+            return result;
+          },
+        { step: "initialize", name: `bench-calls-${service}` },
+      );
+    }
+  },
 });
-process.send?.("ready");
+
+function callName(service: string, commandName: string | undefined, input: unknown): string {
+  const table = (input as { TableName?: string }).TableName?.endsWith("-leases") ? ":lease" : "";
+  return `${service}:${(commandName ?? "?").replace(/Command$/, "")}${table}`;
+}
+
+function itemsOf(name: string, input: unknown, output: unknown): number {
+  if (name === "sqs:ReceiveMessage")
+    return (output as { Messages?: unknown[] } | undefined)?.Messages?.length ?? 0;
+  return (input as { Entries?: unknown[] }).Entries?.length ?? 1;
+}

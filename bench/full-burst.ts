@@ -1,12 +1,10 @@
-import { fork } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { loadavg } from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { startRuntime } from "../shared/local/runtime.ts";
-import { benchHourglass, enqueueBatch, type Sample } from "./hourglass.ts";
+import { benchHourglass, enqueueBatch } from "./hourglass.ts";
 import { startBenchStack } from "./stack.ts";
 import { lateness, payloadOf, percentile, sleep, until } from "./stats.ts";
 
@@ -26,10 +24,15 @@ const { values } = parseArgs({
     fauxqs: { type: "string", default: "child" },
     /** Journal this many events due a day ahead first, in another instance, as `npm run bench`'s enqueue row does. */
     preload: { type: "string", default: "0" },
-    /** Extra worker processes on the same queue (`bench/consumer.ts`), as Lambda scales out. */
-    consumers: { type: "string", default: "0" },
+    /**
+     * `npm start`'s layout: the worker in K processes of its own (`bench/consumer.ts`, forked by
+     * the runtime's WorkerPool), this process the dispatcher only. 0: the worker in this process.
+     */
+    workers: { type: "string", default: "0" },
     /** Writes a V8 CPU profile of this process over the burst window to this file. */
     profile: { type: "string" },
+    /** With --workers: each worker process writes a V8 CPU profile of its whole life into this folder. */
+    "worker-profile": { type: "string" },
   },
 });
 const n = Number(values.n);
@@ -54,7 +57,7 @@ if (Number(values.preload) > 0) {
   await enqueueBatch(first.hourglass, Number(values.preload), 100, 500, 86_400_000);
   await first.hourglass.close();
 }
-const { hourglass, samples, name } = await benchHourglass("full", redisServer.url);
+const { hourglass, samples, workers } = await benchHourglass("full", redisServer.url);
 const middleware =
   (service: string) =>
   (next: (args: unknown) => Promise<{ output?: unknown }>, context: { commandName?: string }) =>
@@ -89,22 +92,26 @@ for (const [service, client] of [
 }
 
 // Enqueue first (not measured here), with the same lead rule as bench/run.ts.
-const runtime = startRuntime(hourglass, { pollers, maxInFlight: n });
-const consumers = await Promise.all(
-  Array.from({ length: Number(values.consumers) }, async () => {
-    const child = fork(fileURLToPath(new URL("./consumer.ts", import.meta.url)), [
-      redisServer.url,
-      name,
-      String(pollers),
-      String(n),
-    ]);
-    child.on("message", (message: { samples?: Sample[] }) => {
-      if (message.samples) samples.push(...message.samples);
-    });
-    await new Promise((ready) => child.once("message", ready));
-    return child;
+const workerCount = Number(values.workers);
+const runtime = startRuntime(hourglass, {
+  pollers,
+  maxInFlight: n,
+  ...(workerCount > 0 && {
+    workers: {
+      ...workers(workerCount, { pollers, maxInFlight: n }, (list) => {
+        for (const [key, at, items] of list) {
+          calls[key] = calls[key] ?? [];
+          calls[key].push({ at, items });
+        }
+      }),
+      ...(values["worker-profile"] && {
+        execArgv: [...process.execArgv, "--cpu-prof", "--cpu-prof-dir", values["worker-profile"]],
+      }),
+    },
   }),
-);
+});
+await runtime.ready;
+const workerPids = runtime.pool?.pids ?? [];
 const payload = payloadOf(100);
 const enqueueStarted = Date.now();
 const probeDue = Date.now() + 3_600_000;
@@ -142,6 +149,7 @@ const loop = monitorEventLoopDelay({ resolution: 10 });
 loop.enable();
 const cpuBefore = process.cpuUsage();
 const javaBefore = javaCpuMs();
+const workersBefore = cpuMsOf(workerPids);
 const profiler = values.profile ? new Session() : undefined;
 if (profiler) {
   profiler.connect();
@@ -151,20 +159,13 @@ if (profiler) {
 const windowStart = Date.now();
 const complete = await until(() => samples.length >= n, 180_000);
 const lastStart = Date.now();
-// The trailing writes: until every success is in the journal and every message deleted.
-// (With other consumers, this process sees only its own share of the calls: their stop drains theirs.)
-if (consumers.length === 0)
-  await until(() => count("dynamodb:UpdateItem") >= n && count("sqs:DeleteMessageBatch") >= n, 180_000);
-await Promise.all(
-  consumers.map(async (child) => {
-    const stopped = new Promise((done) => child.on("message", (m) => m === "stopped" && done(m)));
-    child.send("stop");
-    await stopped;
-  }),
-);
+// The trailing writes: until every success is in the journal and every message deleted (the
+// worker processes report their calls every 50 ms).
+await until(() => count("dynamodb:UpdateItem") >= n && count("sqs:DeleteMessageBatch") >= n, 180_000);
 const windowMs = Date.now() - windowStart;
 const cpu = process.cpuUsage(cpuBefore);
 const javaAfter = javaCpuMs();
+const workersCpuMs = cpuMsOf(workerPids) - workersBefore;
 loop.disable();
 if (profiler && values.profile) {
   const { profile } = await profiler.post("Profiler.stop");
@@ -188,6 +189,12 @@ function at(key: string, share: number): string {
     if (seen >= target) return `${c.at - dueAt} ms`;
   }
   return `— (${seen} of ${n})`;
+}
+/** CPU time of these processes so far, from /proc (0 for none). */
+function cpuMsOf(pids: readonly number[]): number {
+  return pids
+    .map((pid) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" "))
+    .reduce((sum, f) => sum + ((Number(f[11]) + Number(f[12])) * 1000) / 100, 0);
 }
 /** DynamoDB Local's CPU time, from /proc (the java process listening for this stack). */
 function javaCpuMs(): number | undefined {
@@ -221,7 +228,7 @@ const report = {
   loadAverageAtStart,
   redisHz: bench.hz,
   fauxqs,
-  consumers: consumers.length,
+  workers: workerCount,
   n,
   pollers,
   complete,
@@ -267,6 +274,8 @@ const report = {
     ms: windowMs,
     nodeCpuCores: Number(((cpu.user + cpu.system) / 1000 / windowMs).toFixed(2)),
     nodeCpuMsPerEvent: Number(((cpu.user + cpu.system) / 1000 / n).toFixed(2)),
+    workersCpuCores: Number((workersCpuMs / windowMs).toFixed(2)),
+    workersCpuMsPerEvent: Number((workersCpuMs / n).toFixed(2)),
     dynamoLocalCpuCores:
       javaBefore !== undefined && javaAfter !== undefined
         ? Number(((javaAfter - javaBefore) / windowMs).toFixed(2))

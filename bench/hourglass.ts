@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import pMap from "p-map";
 import { z } from "zod";
 import { createDynamoClient, createSqsClient } from "../shared/aws.ts";
@@ -6,14 +7,15 @@ import { loadConfig } from "../shared/config.ts";
 import { defineHandler } from "../shared/handlers/registry.ts";
 import { createHourglass, type Hourglass } from "../shared/hourglass.ts";
 import { provision } from "../shared/local/provision.ts";
-import { startRuntime } from "../shared/local/runtime.ts";
+import { LOCAL_MAX_IN_FLIGHT, LOCAL_POLLERS, startRuntime } from "../shared/local/runtime.ts";
+import type { WorkerPoolOptions } from "../shared/local/worker-pool.ts";
 import { silentLogger } from "../shared/logger.ts";
 import type { DispatchMessage } from "../shared/model/message.ts";
 import { InProcessTransport } from "../shared/transport/memory.ts";
 import type { Transport } from "../shared/transport/transport.ts";
 import { lateness, payloadOf, sleep, until } from "./stats.ts";
 
-const noop = defineHandler("bench.noop", z.object({ data: z.string() }), async () => {});
+export const noop = defineHandler("bench.noop", z.object({ data: z.string() }), async () => {});
 
 export interface Sample {
   runAt: number;
@@ -41,20 +43,8 @@ export async function benchHourglass(
   } = {},
 ) {
   const name = options.name ?? `b${randomBytes(3).toString("hex")}`;
-  const config = loadConfig(process.env, {
-    HOURGLASS_MODE: "local",
-    HOURGLASS_REDIS_URL: redisUrl,
-    HOURGLASS_KEY_PREFIX: name,
-    HOURGLASS_JOURNAL: mode === "full" ? "true" : "false",
-    HOURGLASS_EVENTS_TABLE: `${name}-events`,
-    HOURGLASS_LEASES_TABLE: `${name}-leases`,
-    HOURGLASS_LEDGER_TABLE: `${name}-ledger`,
-    HOURGLASS_SCHEDULES_TABLE: `${name}-schedules`,
-    HOURGLASS_QUEUE_NAME: `${name}-work`,
-    HOURGLASS_CLAIM_BATCH: "1000",
-    LOG_LEVEL: "SILENT",
-    ...options.env,
-  });
+  const env = benchEnv(mode, redisUrl, name, options.env);
+  const config = loadConfig(process.env, env);
   if (mode === "full") {
     await provision({
       dynamo: createDynamoClient(),
@@ -76,12 +66,55 @@ export async function benchHourglass(
     handlers: [noop],
     ...(mode === "engine" && { transport: options.transport ?? inProcess }),
     ...(options.clock && { clock: options.clock }),
-    workerHooks: {
-      onStart: (message, startedAt) =>
-        samples.push({ runAt: message.runAt, startedAt, member: message.member }),
+    workerHooks: { onStart: sampleStart(samples) },
+  });
+  /**
+   * `npm start`'s layout: the worker in `count` processes of their own (`bench/consumer.ts`), on
+   * this instance's queue, tables and keys; their handler starts land in `samples`.
+   */
+  const workers = (
+    count: number,
+    consumer: { pollers: number; maxInFlight: number },
+    /** Each SQS and DynamoDB call a worker made: [name, epoch ms, items]. */
+    onCalls?: (calls: [string, number, number][]) => void,
+  ): WorkerPoolOptions => ({
+    count,
+    entry: CONSUMER,
+    args: [String(consumer.pollers), String(consumer.maxInFlight)],
+    env: { ...process.env, ...env },
+    onMessage: (message) => {
+      const report = message as { samples?: Sample[]; calls?: [string, number, number][] };
+      if (report.samples) samples.push(...report.samples);
+      if (report.calls) onCalls?.(report.calls);
     },
   });
-  return { hourglass, samples, name };
+  return { hourglass, samples, name, env, workers };
+}
+
+const CONSUMER = fileURLToPath(new URL("./consumer.ts", import.meta.url));
+
+/** Records a handler start for the lateness figures. */
+export function sampleStart(samples: Sample[]) {
+  return (message: DispatchMessage, startedAt: number) =>
+    samples.push({ runAt: message.runAt, startedAt, member: message.member });
+}
+
+/** The settings of one benchmark instance, as environment variables (a worker process gets them too). */
+function benchEnv(mode: Mode, redisUrl: string, name: string, extra: Record<string, string> = {}) {
+  return {
+    HOURGLASS_MODE: "local",
+    HOURGLASS_REDIS_URL: redisUrl,
+    HOURGLASS_KEY_PREFIX: name,
+    HOURGLASS_JOURNAL: mode === "full" ? "true" : "false",
+    HOURGLASS_EVENTS_TABLE: `${name}-events`,
+    HOURGLASS_LEASES_TABLE: `${name}-leases`,
+    HOURGLASS_LEDGER_TABLE: `${name}-ledger`,
+    HOURGLASS_SCHEDULES_TABLE: `${name}-schedules`,
+    HOURGLASS_QUEUE_NAME: `${name}-work`,
+    HOURGLASS_CLAIM_BATCH: "1000",
+    LOG_LEVEL: "SILENT",
+    ...extra,
+  };
 }
 
 export async function enqueueBatch(
@@ -119,11 +152,19 @@ export async function enqueueSingle(hourglass: Hourglass, n: number, payloadByte
   return n / ((performance.now() - started) / 1000);
 }
 
-/** `n` events all due at the same instant, `leadMs` from now; lateness of every start. */
-export async function burst(mode: Mode, redisUrl: string, n: number, leadMs: number) {
-  const { hourglass, samples } = await benchHourglass(mode, redisUrl);
+/**
+ * `n` events all due at the same instant, `leadMs` from now; lateness of every start. `workers`:
+ * the full stack's worker in that many processes of its own, as `npm start` runs it (0: in this one).
+ */
+export async function burst(mode: Mode, redisUrl: string, n: number, leadMs: number, workerCount = 0) {
+  const { hourglass, samples, workers } = await benchHourglass(mode, redisUrl);
   // As many messages in flight as the burst holds: what Lambda's scale-out gives the SQS event source.
-  const runtime = startRuntime(hourglass, { pollers: 16, maxInFlight: n });
+  const consumer = { pollers: 16, maxInFlight: n };
+  const runtime = startRuntime(hourglass, {
+    ...consumer,
+    ...(mode === "full" && workerCount > 0 && { workers: workers(workerCount, consumer) }),
+  });
+  await runtime.ready;
   const dueAt = Date.now() + leadMs;
   const payload = payloadOf(100);
   const chunk = 500;
@@ -156,14 +197,22 @@ export async function steady(
     env?: Record<string, string>;
     /** Reads what the run left (counters, stats) before the instance closes. */
     beforeClose?: (hourglass: Hourglass) => Promise<void>;
+    /** The full stack's worker processes, as `npm start` runs them (0: in this process). */
+    workers?: number;
   } = {},
 ) {
-  const { hourglass, samples } = await benchHourglass(
+  const { hourglass, samples, workers } = await benchHourglass(
     mode,
     redisUrl,
     options.env ? { env: options.env } : {},
   );
-  const runtime = startRuntime(hourglass);
+  const runtime = startRuntime(hourglass, {
+    ...(mode === "full" &&
+      options.workers && {
+        workers: workers(options.workers, { pollers: LOCAL_POLLERS, maxInFlight: LOCAL_MAX_IN_FLIGHT }),
+      }),
+  });
+  await runtime.ready;
   const total = perSecond * seconds;
   const payload = payloadOf(100);
   const started = Date.now();

@@ -1,6 +1,7 @@
 import { loadavg } from "node:os";
 import { Command, Option } from "commander";
 import { Redis } from "ioredis";
+import { loadConfig } from "../shared/config.ts";
 import { BullPeer } from "./bullmq.ts";
 import { conditionalUpdates, hotHolds } from "./holds.ts";
 import { journalBytesPerEvent, rebuildAfterFlush } from "./horizon.ts";
@@ -46,6 +47,11 @@ const values = new Command()
   .option("--webhooks <n>", "webhooks in the webhook row (default 2,000; a tenth with --quick)", Number)
   .option("--pollers <n>", "the webhook row's long polls in flight (default: what npm start uses)", Number)
   .option("--in-flight <n>", "the webhook row's messages in flight (default: what npm start uses)", Number)
+  .option(
+    "--workers <k>",
+    "worker processes in the full-stack rows (default: what npm start uses, HOURGLASS_LOCAL_WORKERS or one per CPU; 0: in the bench's process)",
+    Number,
+  )
   .addOption(
     new Option("--fauxqs <where>", "fauxqs in a child process (as npm start) or in this one (the old layout)")
       .choices(["child", "process"])
@@ -61,7 +67,9 @@ const values = new Command()
     fauxqs: FauxqsPlacement;
     pollers?: number;
     inFlight?: number;
+    workers?: number;
   }>();
+const WORKERS = values.workers ?? loadConfig(process.env, { HOURGLASS_MODE: "local" }).local.workers;
 const selected = (group: (typeof GROUPS)[number]) => !values.only || values.only.includes(group);
 const scale = values.quick ? 0.1 : 1;
 const N = {
@@ -232,16 +240,18 @@ try {
     );
     // Give the enqueue time to finish before the events fall due.
     const lead = Math.max(8_000, Math.ceil((N.burst / ours) * 1_500) + 6_000);
-    const full = await burst("full", redisServer.url, N.burst, lead);
+    const full = await burst("full", redisServer.url, N.burst, lead, WORKERS);
     const peer = await bull.burst(N.burst, 100, 8_000, 100);
     row(
-      `burst: ${N.burst.toLocaleString("en-US")} due in the same second, full local stack`,
+      `burst: ${N.burst.toLocaleString("en-US")} due in the same second, full local stack (${WORKERS} worker processes)`,
       `${late(full)}${full.complete ? "" : " (INCOMPLETE)"}`,
       late(peer),
       `drain ${times(full.drainPerSecond, peer.drainPerSecond)}`,
       "all fire, 0 early, p99 ≤ 3 s",
     );
-    const fullSteady = await steady("full", redisServer.url, 100, N.steadySeconds, 8_000);
+    const fullSteady = await steady("full", redisServer.url, 100, N.steadySeconds, 8_000, {
+      workers: WORKERS,
+    });
     row("steady 100/s, full local stack", late(fullSteady), "—", "", "p99 ≤ 100 ms, 0 early");
     notificationRow(await notificationOverhead("full", redisServer.url, 100, N.steadySeconds, 8_000));
   }
@@ -288,10 +298,11 @@ try {
     const ours = await hourglassWebhooks(redisServer.url, N.webhooks, WEBHOOK_LEAD_MS, {
       ...(values.pollers && { pollers: values.pollers }),
       ...(values.inFlight && { maxInFlight: values.inFlight }),
+      workers: WORKERS,
     });
     const peer = await bullWebhooks(redisServer.url, N.webhooks, 5_000);
     row(
-      `${N.webhooks.toLocaleString("en-US")} webhooks due in the same second, local receiver (peer: BullMQ Worker, concurrency 50)`,
+      `${N.webhooks.toLocaleString("en-US")} webhooks due in the same second, local receiver, ${WORKERS} worker processes (peer: BullMQ Worker, concurrency 50)`,
       `${late(ours)}${ours.complete ? "" : " (INCOMPLETE)"}; handlers started ${ours.started ? ms(ours.started) : "?"}; all in the queue at ${ours.sentMs ? Math.round(ours.sentMs.all) : "?"} ms`,
       `${late(peer)}${peer.complete ? "" : " (INCOMPLETE)"}`,
       `p99 ${times(ours.p99, peer.p99)}`,

@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
-import { startRuntime } from "../shared/local/runtime.ts";
+import { LOCAL_MAX_IN_FLIGHT, LOCAL_POLLERS, startRuntime } from "../shared/local/runtime.ts";
 import { benchHourglass } from "./hourglass.ts";
 import { type Lateness, lateness, until } from "./stats.ts";
 
@@ -50,18 +50,18 @@ export interface WebhookRun extends Lateness {
 
 /**
  * `n` `webhook` events due in the same second, `leadMs` from now, fired by the local runtime
- * exactly as `npm start` runs it (dispatcher tick, fauxqs queue, worker with signing), at a local
- * receiver. Lateness is the receiver's arrival time against each event's runAt.
+ * exactly as `npm start` runs it (dispatcher tick, fauxqs queue, worker with signing, in
+ * `runtimeOptions.workers` processes of its own), at a local receiver. Lateness is the receiver's arrival time against each event's runAt.
  */
 export async function hourglassWebhooks(
   redisUrl: string,
   n: number,
   leadMs: number,
-  /** The consumer's settings; by default what `npm start` uses. */
-  runtimeOptions: { pollers?: number; maxInFlight?: number } = {},
+  /** The consumer's settings (in each worker process); by default what `npm start` uses. */
+  runtimeOptions: { pollers?: number; maxInFlight?: number; workers?: number } = {},
 ): Promise<WebhookRun> {
   const receiver = await startReceiver();
-  const { hourglass, samples } = await benchHourglass("full", redisUrl);
+  const { hourglass, samples, workers } = await benchHourglass("full", redisUrl);
   const sends: { at: number; entries: number }[] = [];
   hourglass.sqs.middlewareStack.add(
     (next, context) => async (args) => {
@@ -72,7 +72,15 @@ export async function hourglassWebhooks(
     },
     { step: "initialize", name: "bench-last-send" },
   );
-  const runtime = startRuntime(hourglass, runtimeOptions);
+  const consumer = {
+    pollers: runtimeOptions.pollers ?? LOCAL_POLLERS,
+    maxInFlight: runtimeOptions.maxInFlight ?? LOCAL_MAX_IN_FLIGHT,
+  };
+  const runtime = startRuntime(hourglass, {
+    ...consumer,
+    ...(runtimeOptions.workers && { workers: workers(runtimeOptions.workers, consumer) }),
+  });
+  await runtime.ready;
   try {
     const dueAt = Date.now() + leadMs;
     const runAt = new Date(dueAt).toISOString();

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { serve } from "@hono/node-server";
 import { handlers } from "../functions/handlers.ts";
 import { createDynamoClient, createSqsClient } from "../shared/aws.ts";
@@ -8,13 +9,15 @@ import { apiDeps, createApp } from "../shared/http/app.ts";
 import { accessNotice } from "../shared/http/local-guard.ts";
 import { LocalStackError } from "../shared/local/errors.ts";
 import { provision } from "../shared/local/provision.ts";
-import { type Runtime, startRuntime } from "../shared/local/runtime.ts";
+import { type Runtime, startRuntime, workerProcesses } from "../shared/local/runtime.ts";
 import { type RunningStack, startLocalStack, useLocalEndpoints } from "../shared/local/stack.ts";
 import { ConsoleLogger } from "../shared/logger.ts";
 
 /**
  * `npm start`: the embedded stack (Redis, DynamoDB Local, fauxqs, each a process of its own), then
- * the API, the dispatcher and the worker in this one process. Data lives in .hourglass/ and survives a restart.
+ * the API and the dispatcher in this process, and the worker in `HOURGLASS_LOCAL_WORKERS` processes
+ * of its own (one per CPU unless set; 0 runs it in this process too), each polling the work queue
+ * with the handlers of functions/handlers.ts. Data lives in .hourglass/ and survives a restart.
  *
  * Order matters both ways. Configuration is validated before anything starts, so a typo leaves
  * nothing behind. On the way down the loops stop first, then the HTTP server, then the clients,
@@ -24,6 +27,9 @@ import { ConsoleLogger } from "../shared/logger.ts";
 // The SDK warns on every start that its releases after early January 2027 need Node 22. The
 // README says which Node versions are supported and why; this is the SDK's own switch for it.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+
+/** What the worker processes load: the same handlers this process registers (imported above). */
+const HANDLERS_MODULE = fileURLToPath(new URL("../functions/handlers.ts", import.meta.url));
 
 const say = (line: string) => process.stderr.write(`hourglass: ${line}\n`);
 
@@ -93,11 +99,15 @@ try {
   hourglass = await createHourglass({ config, handlers });
   const app = createApp(apiDeps(hourglass));
   server = await listen(app.fetch, config.port);
-  runtime = startRuntime(hourglass);
+  runtime = startRuntime(hourglass, {
+    workers: workerProcesses(config.local.workers, HANDLERS_MODULE),
+  });
+  await runtime.ready;
   hourglass.logger.info(`Hourglass is running at http://127.0.0.1:${config.port}`, {
     docs: `http://127.0.0.1:${config.port}/docs`,
     dashboard: `http://127.0.0.1:${config.port}/dashboard`,
     tickMs: config.tickMs,
+    workers: config.local.workers,
     lookAheadMs: config.lookAheadMs,
   });
   hourglass.logger.warn(accessNotice(config));

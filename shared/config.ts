@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { z } from "zod";
 
 /**
@@ -66,6 +67,9 @@ const schema = z.object({
   HOURGLASS_DATA_DIR: z.string().min(1).default(".hourglass"),
   HOURGLASS_DYNAMODB_PORT: port.default(8000),
   HOURGLASS_SQS_PORT: port.default(4566),
+  // Worker processes of `npm start`, each long-polling the work queue (0: the worker runs in the
+  // API's process). Unset: one per CPU.
+  HOURGLASS_LOCAL_WORKERS: int(0, 64).optional(),
   HOURGLASS_REDIS_CLUSTER: bool.default(false),
   HOURGLASS_KEY_PREFIX: z
     .string()
@@ -295,6 +299,8 @@ export interface HourglassConfig {
     readonly sqsPort: number;
     /** Services the AWS SDK variables point elsewhere (LocalStack, AWS): not started locally. */
     readonly external: readonly ("dynamodb" | "sqs")[];
+    /** Worker processes polling the work queue; 0 runs the worker in the API's process. */
+    readonly workers: number;
   };
 }
 
@@ -434,6 +440,7 @@ export function loadConfig(
         ...(e.AWS_ENDPOINT_URL || e.AWS_ENDPOINT_URL_DYNAMODB ? (["dynamodb"] as const) : []),
         ...(e.AWS_ENDPOINT_URL || e.AWS_ENDPOINT_URL_SQS ? (["sqs"] as const) : []),
       ],
+      workers: e.HOURGLASS_LOCAL_WORKERS ?? availableParallelism(),
     },
   };
 }

@@ -172,6 +172,9 @@ function tree(s: Started): number[] {
   expect(commands).toMatch(/\/node [^\n]*shared\/local\/fauxqs-server\.mjs \d+/);
   expect(commands).not.toMatch(/npx|npm exec/);
   expect(commands).toContain("scripts/start.ts");
+  // The worker runs in processes of its own (HOURGLASS_LOCAL_WORKERS, one per CPU by default),
+  // started by node itself: they are among the processes that must end.
+  expect(commands).toMatch(/\/node [^\n]*shared\/local\/worker-main\.ts /);
   return pids;
 }
 

@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../shared/config.ts";
 import { WebhookSigning } from "../../shared/handlers/signing.ts";
@@ -10,6 +11,9 @@ describe("loadConfig", () => {
     expect(config.lookAheadMs).toBe(5_000);
     expect(config.webhook.allowPrivate).toBe(true);
     expect(config.redis.url).toBe("redis://127.0.0.1:6379");
+    // `npm start` runs the worker in one process per CPU; 0 keeps it in the API's process.
+    expect(config.local.workers).toBe(availableParallelism());
+    expect(loadConfig({ HOURGLASS_LOCAL_WORKERS: "0" }).local.workers).toBe(0);
   });
 
   it("gives AWS defaults inside Lambda: a minute's tick, two minutes of look-ahead, no private webhooks", () => {
@@ -27,6 +31,8 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ HOURGLASS_SHARDS: "zero" })).toThrow(/HOURGLASS_SHARDS/);
     expect(() => loadConfig({ HOURGLASS_REDIS_URL: "not a url" })).toThrow(/HOURGLASS_REDIS_URL/);
     expect(() => loadConfig({ HOURGLASS_LOOKAHEAD_SECONDS: "901" })).toThrow(/HOURGLASS_LOOKAHEAD_SECONDS/);
+    expect(() => loadConfig({ HOURGLASS_LOCAL_WORKERS: "two" })).toThrow(/HOURGLASS_LOCAL_WORKERS/);
+    expect(() => loadConfig({ HOURGLASS_LOCAL_WORKERS: "65" })).toThrow(/HOURGLASS_LOCAL_WORKERS/);
     // The near horizon must outlast the look-ahead plus three ticks (5 s + 3 × 1 s locally).
     expect(() => loadConfig({ HOURGLASS_INDEX_HORIZON_SECONDS: "7" })).toThrow(
       "HOURGLASS_INDEX_HORIZON_SECONDS: must be at least the look-ahead plus three ticks (8)",

@@ -1,0 +1,104 @@
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startRuntime, workerProcesses } from "../../shared/local/runtime.ts";
+import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
+import { handlers } from "../support/worker-handlers.ts";
+
+/**
+ * `npm start`'s worker processes (shared/local/worker-pool.ts): events run in them, one killed
+ * with SIGKILL is replaced, and stopping the runtime ends every one of them.
+ */
+const HANDLERS = fileURLToPath(new URL("../support/worker-handlers.ts", import.meta.url));
+
+describe("worker processes", { timeout: 120_000 }, () => {
+  let hg: TestHourglass;
+  beforeAll(async () => {
+    // The API side validates payloads with the same handlers the workers load.
+    hg = await testHourglass({}, { handlers });
+  });
+  afterAll(async () => {
+    await hg.destroy();
+  });
+
+  /** The settings of `hg`, as the environment a worker process reads them from. */
+  function envOf(h: TestHourglass): NodeJS.ProcessEnv {
+    const { config } = h;
+    return {
+      ...process.env,
+      HOURGLASS_MODE: "local",
+      HOURGLASS_KEY_PREFIX: config.keyPrefix,
+      HOURGLASS_EVENTS_TABLE: config.tables.events,
+      HOURGLASS_LEASES_TABLE: config.tables.leases,
+      HOURGLASS_LEDGER_TABLE: config.tables.ledger,
+      HOURGLASS_SCHEDULES_TABLE: config.tables.schedules,
+      HOURGLASS_QUEUE_NAME: config.queue.name,
+      HOURGLASS_SHARDS: String(config.shards),
+      HOURGLASS_SHARD_GROUPS: String(config.shardGroups),
+      HOURGLASS_LOOKAHEAD_SECONDS: String(config.lookAheadMs / 1000),
+      LOG_LEVEL: "SILENT",
+    };
+  }
+
+  async function allSucceed(tenant: string, count: number) {
+    const now = Date.now();
+    const results = await hg.events.scheduleBatch(
+      tenant,
+      Array.from({ length: count }, (_, i) => ({
+        type: "test.pool",
+        payload: {},
+        runAt: new Date(now + 500 + i * 20).toISOString(),
+      })),
+    );
+    const ids = results.map((r) => {
+      if (!r.ok) throw r.error;
+      return r.event.id;
+    });
+    await eventually(
+      async () => {
+        const views = await Promise.all(ids.map((id) => hg.events.get(tenant, id)));
+        return views.every((v) => v.status === "succeeded") ? true : undefined;
+      },
+      60_000,
+      `${count} events of ${tenant} to succeed`,
+    );
+  }
+
+  it("runs events in them, replaces one killed with SIGKILL, and ends them all on stop", async () => {
+    const runtime = startRuntime(hg, {
+      tickMs: 100,
+      workers: {
+        ...workerProcesses(2, HANDLERS, { pollers: 2, maxInFlight: 50 }),
+        env: envOf(hg),
+        execArgv: ["--import", "tsx"],
+        restartDelayMs: 100,
+      },
+    });
+    const pool = runtime.pool!;
+    let stopped = false;
+    try {
+      await runtime.ready;
+      const first = pool.pids;
+      expect(first).toHaveLength(2);
+      expect(first).not.toContain(process.pid);
+      await allSucceed("before", 20);
+
+      process.kill(first[0]!, "SIGKILL");
+      await eventually(
+        async () => (pool.restarts === 1 && pool.pids.length === 2 ? true : undefined),
+        30_000,
+        "the killed worker to be replaced",
+      );
+      expect(pool.pids).not.toContain(first[0]);
+      expect(pool.pids).toContain(first[1]);
+      await allSucceed("after", 20);
+
+      const last = pool.pids;
+      await runtime.stop();
+      stopped = true;
+      expect(pool.pids).toEqual([]);
+      for (const pid of last) expect(() => process.kill(pid, 0)).toThrow();
+    } finally {
+      if (!stopped) await runtime.stop();
+    }
+  });
+});
