@@ -1,9 +1,9 @@
-import { readdirSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { BatchWriteItemCommand, CreateTableCommand, UpdateItemCommand } from "@aws-sdk/client-dynamodb";
 import pMap from "p-map";
 import { createDynamoClient } from "../shared/aws.ts";
+import { dynamoLocalCpuMs } from "./process-cpu.ts";
 import { startBenchStack } from "./stack.ts";
 
 /**
@@ -23,7 +23,7 @@ const n = Number(values.n);
 const inFlight = Number(values["in-flight"]);
 const loadAtStart = loadavg().map((l) => Number(l.toFixed(1)));
 const bench = await startBenchStack();
-const port = new URL(bench.stack.dynamoEndpoint).port;
+const port = Number(new URL(bench.stack.dynamoEndpoint).port);
 const dynamo = createDynamoClient();
 const TableName = "ceiling";
 await dynamo.send(
@@ -51,7 +51,7 @@ await pMap(
 );
 
 const cpuBefore = process.cpuUsage();
-const javaBefore = javaCpuMs();
+const javaBefore = dynamoLocalCpuMs(port);
 const started = Date.now();
 await pMap(
   keys,
@@ -76,7 +76,7 @@ await pMap(
 );
 const ms = Date.now() - started;
 const cpu = process.cpuUsage(cpuBefore);
-const javaMs = (javaCpuMs() ?? Number.NaN) - (javaBefore ?? Number.NaN);
+const javaMs = (dynamoLocalCpuMs(port) ?? Number.NaN) - (javaBefore ?? Number.NaN);
 dynamo.destroy();
 await bench.stop();
 console.log(
@@ -95,20 +95,3 @@ console.log(
     2,
   ),
 );
-
-/** DynamoDB Local's CPU time so far, from /proc (the java process listening on this stack's port). */
-function javaCpuMs(): number | undefined {
-  const pids = readdirSync("/proc").filter((p) => {
-    if (!/^\d+$/.test(p)) return false;
-    try {
-      const cmdline = readFileSync(`/proc/${p}/cmdline`, "utf8");
-      return cmdline.includes("DynamoDBLocal.jar") && cmdline.includes(`-port\0${port}\0`);
-    } catch {
-      return false;
-    }
-  });
-  if (pids.length === 0) return undefined;
-  return pids
-    .map((pid) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" "))
-    .reduce((sum, f) => sum + ((Number(f[11]) + Number(f[12])) * 1000) / 100, 0);
-}
