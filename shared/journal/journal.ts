@@ -11,6 +11,7 @@ import DataLoader from "dataloader";
 import pMap from "p-map";
 import { batchGet, batchPut } from "../dynamo/batch.ts";
 import { and, type Condition, exists, notExists } from "../dynamo/conditions.ts";
+import { UnprocessedRequestError } from "../dynamo/errors.ts";
 import { onlyIf, type UpdateSpec, update } from "../dynamo/expression.ts";
 import { onConditionFailed } from "../dynamo/failures.ts";
 import type { NewEvent } from "../model/event.ts";
@@ -138,18 +139,39 @@ export class EventJournal {
   /**
    * BatchWriteItem, 25 puts a request, retrying what DynamoDB leaves unprocessed (with backoff, for
    * about eight seconds). The events it could not write, by position, with the reason.
+   *
+   * A request that failed may still have been applied (a lost reply, a timeout), and an event
+   * answered failed but stored would run later (the loader, the recovery sweep, a rebuild) beside
+   * the client's retry under a new id. So those events are read back, strongly consistent, and one
+   * found is written. Items DynamoDB left unprocessed were not written, and are not read.
    */
   private async writeFresh(
     events: readonly { event: NewEvent; shard: number }[],
   ): Promise<Map<number, Error>> {
     if (events.length === 0) return new Map();
+    const items = events.map(({ event, shard }) => toJournalItem(event, shard));
     const failed = await batchPut(this.doc, {
       table: this.table,
-      items: events.map(({ event, shard }) => toJournalItem(event, shard)),
+      items,
       key: ["pk"],
       concurrency: PARALLEL_BATCH_WRITES,
     });
-    return new Map(failed.map(({ index, error }) => [index, error]));
+    const unknown = failed.filter(({ error }) => !(error instanceof UnprocessedRequestError));
+    const written = new Set<string>();
+    if (unknown.length > 0) {
+      // A read that fails too leaves them failed: not known to be written, as before.
+      const found = await batchGet<Pick<JournalItem, "pk">>(this.doc, {
+        table: this.table,
+        keys: unknown.map(({ index }) => ({ pk: items[index]!.pk })),
+        consistent: true,
+        attributes: ["pk"],
+        concurrency: PARALLEL_READS,
+      }).catch(() => []);
+      for (const { pk } of found) written.add(pk);
+    }
+    return new Map(
+      failed.flatMap(({ index, error }) => (written.has(items[index]!.pk) ? [] : [[index, error] as const])),
+    );
   }
 
   async get(tenant: string, id: string): Promise<JournalItem | undefined> {

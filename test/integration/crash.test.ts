@@ -252,6 +252,46 @@ describe("a batch whose journal write fails in part", () => {
   });
 });
 
+describe("a batch whose journal write is applied but its reply lost", () => {
+  /** The events journal through a client whose BatchWriteItem requests of fewer than 25 puts are
+   * applied by DynamoDB, then fail on their way back (a lost reply, a timeout). */
+  function lostShortReplies(): EventJournal {
+    const client = createDynamoClient();
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { RequestItems?: Record<string, unknown[]> };
+        const puts = Object.values(input.RequestItems ?? {})[0]?.length ?? 25;
+        const result = await next(args);
+        if (context.commandName === "BatchWriteItemCommand" && puts < 25) throw new Error("reply lost");
+        return result;
+      },
+      { step: "initialize", name: "lose-short-replies" },
+    );
+    return new EventJournal(client, hg.config.tables.events, hg.config.retentionSeconds);
+  }
+
+  it("answers every stored event as created and indexes it, so no client retry duplicates one", async () => {
+    // Prepare: 30 events with generated ids are two BatchWriteItem requests, 25 and 5; the 5 are
+    // written, but their request answers an error.
+    const tenant = `crash${tenantCount++}`;
+    const { service } = engine(hg, { transport: captured().transport, journal: lostShortReplies() });
+    const inputs = Array.from({ length: 30 }, (_, i) => ({
+      type: "test.record",
+      payload: { i },
+      delaySeconds: 3_600,
+    }));
+    // Act
+    const results = await service.scheduleBatch(tenant, inputs);
+    // Assess: what the journal holds is exactly what was answered created, and each is indexed.
+    const created = results.flatMap((r) => (r.ok ? [r.event.id] : []));
+    const stored = await hg.events.list(tenant, { limit: 100 });
+    expect(stored.events.map((e) => e.id).sort()).toEqual([...created].sort());
+    expect(created).toHaveLength(30);
+    for (const id of created)
+      expect(await hg.index.inspect(`${tenant}/${id}`)).toMatchObject({ status: "scheduled" });
+  });
+});
+
 describe("a crash inside a cancel never lets the event run, nor loses the cancel", () => {
   it("cancel: before the index write (nothing changed; the client's retry cancels it)", async () => {
     // Prepare
