@@ -68,7 +68,10 @@ export class WorkerPool {
     return this.slots.flatMap((s) => (s.child?.pid && s.child.exitCode === null ? [s.child.pid] : []));
   }
 
-  /** Starts every worker and waits until each polls; fails (and stops them all) if one dies first. */
+  /**
+   * Starts every worker and waits until each polls; fails (and stops them all) if one dies first.
+   * A `stop` meanwhile ends them as they boot, and the start then resolves: nothing failed.
+   */
   async start(): Promise<void> {
     try {
       await Promise.all(this.slots.map((_, i) => this.spawn(i)));
@@ -121,7 +124,8 @@ export class WorkerPool {
       child.on("error", (error) => this.logger.warn("worker process error", { slot: i, error }));
       child.once("exit", (code, signal) => {
         const exit = signal ? `signal ${signal}` : `code ${code}`;
-        if (!isReady) failed(new WorkerStartError(i, exit));
+        // One the pool stopped while it booted (it ends before it is ready) did not fail to start.
+        if (!isReady) this.stopping ? ready() : failed(new WorkerStartError(i, exit));
         if (this.stopping || !isReady) return;
         this.restart(i, exit);
       });

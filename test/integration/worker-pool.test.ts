@@ -101,4 +101,27 @@ describe("worker processes", { timeout: 120_000 }, () => {
       if (!stopped) await runtime.stop();
     }
   });
+
+  it("acts on a stop that arrives while the workers boot, without waiting for the kill timeout", async () => {
+    // A kill timeout longer than the test's: only a worker that acts on the stop ends in time.
+    const runtime = startRuntime(hg, {
+      tickMs: 100,
+      workers: {
+        ...workerProcesses(2, HANDLERS, { pollers: 1, maxInFlight: 10 }),
+        env: envOf(hg),
+        execArgv: ["--import", "tsx"],
+        stopTimeoutMs: 600_000,
+      },
+    });
+    const pool = runtime.pool!;
+    const started = pool.pids;
+    expect(started).toHaveLength(2);
+    // Act: stopped at once, while each worker is still loading its modules.
+    await runtime.stop();
+    // Assess: every worker ended by itself, and a stop during the start is not a failed start
+    // (npm start would report "could not start: worker process 0 exited before it was ready").
+    await expect(runtime.ready).resolves.toBeUndefined();
+    expect(pool.pids).toEqual([]);
+    for (const pid of started) expect(() => process.kill(pid, 0)).toThrow();
+  });
 });
