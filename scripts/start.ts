@@ -103,6 +103,7 @@ try {
     workers: workerProcesses(config.local.workers, HANDLERS_MODULE),
   });
   await runtime.ready;
+  if (stopping) await stopping; // stopped while the workers booted: ready, but not running
   hourglass.logger.info(`Hourglass is running at http://127.0.0.1:${config.port}`, {
     docs: `http://127.0.0.1:${config.port}/docs`,
     dashboard: `http://127.0.0.1:${config.port}/dashboard`,
