@@ -40,6 +40,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<v
     if (message === STOP) void stop(0);
   });
   process.on("disconnect", () => void stop(0));
+  // Closed already (the runtime died while this process loaded its modules): no event comes.
+  if (process.send && !process.connected) void stop(0);
   process.on("SIGTERM", () => void stop(0));
   process.on("SIGINT", () => void stop(0));
   const parent = process.ppid;

@@ -1,6 +1,11 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRuntime, workerProcesses } from "../../shared/local/runtime.ts";
+import { encodeMainArgs } from "../../shared/local/worker-protocol.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { handlers } from "../support/worker-handlers.ts";
 
@@ -123,5 +128,49 @@ describe("worker processes", { timeout: 120_000 }, () => {
     await expect(runtime.ready).resolves.toBeUndefined();
     expect(pool.pids).toEqual([]);
     for (const pid of started) expect(() => process.kill(pid, 0)).toThrow();
+  });
+
+  it("ends a worker whose runtime was killed with SIGKILL while the worker still loaded its modules", async () => {
+    // Prepare: a stand-in for the runtime forks worker-main as the pool does, prints its pid and
+    // kills itself at once, so the IPC channel closes before the worker has listened for anything.
+    const WORKER_MAIN = fileURLToPath(new URL("../../shared/local/worker-main.ts", import.meta.url));
+    const args = encodeMainArgs({ handlersModule: HANDLERS, pollers: 1, maxInFlight: 10 });
+    const log = join(await mkdtemp(join(tmpdir(), "hg-orphan-")), "worker.log");
+    const runtime = spawn(
+      process.execPath,
+      [
+        "-e",
+        `const fd = require("node:fs").openSync(${JSON.stringify(log)}, "w");
+        const c = require("node:child_process").fork(${JSON.stringify(WORKER_MAIN)}, ${JSON.stringify(args)},
+          { detached: true, execArgv: ["--import", "tsx"], stdio: ["ignore", fd, fd, "ipc"] });
+        process.stdout.write(String(c.pid), () => process.kill(process.pid, "SIGKILL"));`,
+      ],
+      { env: envOf(hg), stdio: ["ignore", "pipe", "inherit"] },
+    );
+    let out = "";
+    runtime.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    await new Promise((done) => runtime.once("exit", done));
+    const pid = Number(out);
+    expect(pid).toBeGreaterThan(0);
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    try {
+      // Assess: the worker, once built, sees that its runtime is gone and stops (not a crash on its
+      // "ready" to a closed channel, which drops the poll in flight); it never polls on.
+      await eventually(async () => (alive() ? undefined : true), 40_000, "the orphaned worker to end");
+      const output = await readFile(log, "utf8");
+      expect(output).not.toContain("ERR_IPC_CHANNEL_CLOSED");
+      expect(output).not.toContain("Error");
+    } finally {
+      if (alive()) process.kill(pid, "SIGKILL");
+    }
   });
 });
