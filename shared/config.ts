@@ -22,7 +22,11 @@ const bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" |
 /** One message for every way a number can be wrong, so the one-line error says what is expected. */
 const int = (min: number, max: number) => {
   const error = `a whole number from ${min} to ${max}`;
-  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+  // Digits only: Number() would read " " as 0 and take "1e1" or "0x2", which no one means.
+  return z
+    .union([z.number(), z.string().regex(/^-?\d+$/, { error })], { error })
+    .transform(Number)
+    .pipe(z.number({ error }).int({ error }).min(min, { error }).max(max, { error }));
 };
 const port = int(0, 65_535);
 const url = (protocols: readonly string[]) =>

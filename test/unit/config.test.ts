@@ -33,6 +33,10 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ HOURGLASS_LOOKAHEAD_SECONDS: "901" })).toThrow(/HOURGLASS_LOOKAHEAD_SECONDS/);
     expect(() => loadConfig({ HOURGLASS_LOCAL_WORKERS: "two" })).toThrow(/HOURGLASS_LOCAL_WORKERS/);
     expect(() => loadConfig({ HOURGLASS_LOCAL_WORKERS: "65" })).toThrow(/HOURGLASS_LOCAL_WORKERS/);
+    // Whole numbers are digits: Number() alone read a blank as 0 and took exponents and hex.
+    for (const odd of [" ", "1e1", "0x2", "2.0", "+2"])
+      expect(() => loadConfig({ HOURGLASS_LOCAL_WORKERS: odd }), odd).toThrow(/HOURGLASS_LOCAL_WORKERS/);
+    expect(loadConfig({ HOURGLASS_SHARDS: "32" }).shards).toBe(32);
     // The near horizon must outlast the look-ahead plus three ticks (5 s + 3 × 1 s locally).
     expect(() => loadConfig({ HOURGLASS_INDEX_HORIZON_SECONDS: "7" })).toThrow(
       "HOURGLASS_INDEX_HORIZON_SECONDS: must be at least the look-ahead plus three ticks (8)",
