@@ -200,33 +200,40 @@ async function neverRuns(id: string, tenant: string, forMs: number) {
   expect((await hg.events.get(tenant, id)).status).toBe("cancelled");
 }
 
-describe("a batch whose journal write fails in part", () => {
-  /** The events journal through a client whose BatchWriteItem requests of fewer than 25 puts fail. */
-  function failingShortBatches(): EventJournal {
-    const client = createDynamoClient();
-    client.middlewareStack.add(
-      (next, context) => async (args) => {
-        const input = args.input as { RequestItems?: Record<string, unknown[]> };
-        const puts = Object.values(input.RequestItems ?? {})[0]?.length ?? 25;
-        if (context.commandName === "BatchWriteItemCommand" && puts < 25) throw new Error("request failed");
-        return next(args);
-      },
-      { step: "initialize", name: "fail-short-batches" },
-    );
-    return new EventJournal(client, hg.config.tables.events, hg.config.retentionSeconds);
-  }
+/**
+ * The events journal through a client whose BatchWriteItem requests of fewer than 25 puts go
+ * wrong: refused before DynamoDB sees them ("fail"), or applied by DynamoDB and then failing on
+ * their way back ("lose-reply": a lost reply, a timeout).
+ */
+function journalWhoseShortBatches(fault: "fail" | "lose-reply"): EventJournal {
+  const client = createDynamoClient();
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { RequestItems?: Record<string, unknown[]> };
+      const puts = Object.values(input.RequestItems ?? {})[0]?.length ?? 25;
+      const short = context.commandName === "BatchWriteItemCommand" && puts < 25;
+      if (short && fault === "fail") throw new Error("request failed");
+      const result = await next(args);
+      if (short) throw new Error("reply lost");
+      return result;
+    },
+    { step: "initialize", name: `short-batches-${fault}` },
+  );
+  return new EventJournal(client, hg.config.tables.events, hg.config.retentionSeconds);
+}
 
+/** 30 events with generated ids: two BatchWriteItem requests, of 25 and 5. */
+const thirtyFresh = () =>
+  Array.from({ length: 30 }, (_, i) => ({ type: "test.record", payload: { i }, delaySeconds: 3_600 }));
+
+describe("a batch whose journal write fails in part", () => {
   it("answers the events it could not write as failed, and stores and indexes the others", async () => {
     // Prepare: 30 events with generated ids are two BatchWriteItem requests, 25 and 5; the 5 fail.
     const tenant = `crash${tenantCount++}`;
-    const { service } = engine(hg, { transport: captured().transport, journal: failingShortBatches() });
-    const inputs = Array.from({ length: 30 }, (_, i) => ({
-      type: "test.record",
-      payload: { i },
-      delaySeconds: 3_600,
-    }));
+    const journal = journalWhoseShortBatches("fail");
+    const { service } = engine(hg, { transport: captured().transport, journal });
     // Act
-    const results = await service.scheduleBatch(tenant, inputs);
+    const results = await service.scheduleBatch(tenant, thirtyFresh());
     // Assess: 25 created, each durable and indexed; the 5 failed, none stored.
     const created = results.flatMap((r) => (r.ok ? [r.event.id] : []));
     expect(created).toHaveLength(25);
@@ -241,7 +248,8 @@ describe("a batch whose journal write fails in part", () => {
 
   it("fails the whole call when no event was written, so its failure means nothing was stored", async () => {
     const tenant = `crash${tenantCount++}`;
-    const { service } = engine(hg, { transport: captured().transport, journal: failingShortBatches() });
+    const journal = journalWhoseShortBatches("fail");
+    const { service } = engine(hg, { transport: captured().transport, journal });
     const inputs = Array.from({ length: 5 }, () => ({
       type: "test.record",
       payload: {},
@@ -253,35 +261,14 @@ describe("a batch whose journal write fails in part", () => {
 });
 
 describe("a batch whose journal write is applied but its reply lost", () => {
-  /** The events journal through a client whose BatchWriteItem requests of fewer than 25 puts are
-   * applied by DynamoDB, then fail on their way back (a lost reply, a timeout). */
-  function lostShortReplies(): EventJournal {
-    const client = createDynamoClient();
-    client.middlewareStack.add(
-      (next, context) => async (args) => {
-        const input = args.input as { RequestItems?: Record<string, unknown[]> };
-        const puts = Object.values(input.RequestItems ?? {})[0]?.length ?? 25;
-        const result = await next(args);
-        if (context.commandName === "BatchWriteItemCommand" && puts < 25) throw new Error("reply lost");
-        return result;
-      },
-      { step: "initialize", name: "lose-short-replies" },
-    );
-    return new EventJournal(client, hg.config.tables.events, hg.config.retentionSeconds);
-  }
-
   it("answers every stored event as created and indexes it, so no client retry duplicates one", async () => {
     // Prepare: 30 events with generated ids are two BatchWriteItem requests, 25 and 5; the 5 are
     // written, but their request answers an error.
     const tenant = `crash${tenantCount++}`;
-    const { service } = engine(hg, { transport: captured().transport, journal: lostShortReplies() });
-    const inputs = Array.from({ length: 30 }, (_, i) => ({
-      type: "test.record",
-      payload: { i },
-      delaySeconds: 3_600,
-    }));
+    const journal = journalWhoseShortBatches("lose-reply");
+    const { service } = engine(hg, { transport: captured().transport, journal });
     // Act
-    const results = await service.scheduleBatch(tenant, inputs);
+    const results = await service.scheduleBatch(tenant, thirtyFresh());
     // Assess: what the journal holds is exactly what was answered created, and each is indexed.
     const created = results.flatMap((r) => (r.ok ? [r.event.id] : []));
     const stored = await hg.events.list(tenant, { limit: 100 });
