@@ -68,16 +68,24 @@ describe("worker processes", { timeout: 120_000 }, () => {
     );
   }
 
-  it("runs events in them, replaces one killed with SIGKILL, and ends them all on stop", async () => {
-    const runtime = startRuntime(hg, {
+  /** A runtime whose worker runs in two processes of its own, on this test's stack. */
+  function twoWorkers(
+    consumer: Parameters<typeof workerProcesses>[2],
+    pool: { restartDelayMs?: number; stopTimeoutMs?: number },
+  ) {
+    return startRuntime(hg, {
       tickMs: 100,
       workers: {
-        ...workerProcesses(2, HANDLERS, { pollers: 2, maxInFlight: 50 }),
+        ...workerProcesses(2, HANDLERS, consumer),
         env: envOf(hg),
         execArgv: ["--import", "tsx"],
-        restartDelayMs: 100,
+        ...pool,
       },
     });
+  }
+
+  it("runs events in them, replaces one killed with SIGKILL, and ends them all on stop", async () => {
+    const runtime = twoWorkers({ pollers: 2, maxInFlight: 50 }, { restartDelayMs: 100 });
     const pool = runtime.pool!;
     let stopped = false;
     try {
@@ -109,15 +117,7 @@ describe("worker processes", { timeout: 120_000 }, () => {
 
   it("acts on a stop that arrives while the workers boot, without waiting for the kill timeout", async () => {
     // A kill timeout longer than the test's: only a worker that acts on the stop ends in time.
-    const runtime = startRuntime(hg, {
-      tickMs: 100,
-      workers: {
-        ...workerProcesses(2, HANDLERS, { pollers: 1, maxInFlight: 10 }),
-        env: envOf(hg),
-        execArgv: ["--import", "tsx"],
-        stopTimeoutMs: 600_000,
-      },
-    });
+    const runtime = twoWorkers({ pollers: 1, maxInFlight: 10 }, { stopTimeoutMs: 600_000 });
     const pool = runtime.pool!;
     const started = pool.pids;
     expect(started).toHaveLength(2);
