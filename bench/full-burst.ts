@@ -1,10 +1,11 @@
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { loadavg } from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { startRuntime } from "../shared/local/runtime.ts";
 import { benchHourglass, enqueueBatch } from "./hourglass.ts";
+import { dynamoLocalCpuMs } from "./process-cpu.ts";
 import { startBenchStack } from "./stack.ts";
 import { lateness, payloadOf, percentile, sleep, until } from "./stats.ts";
 
@@ -43,7 +44,7 @@ const loadAverageAtStart = loadavg().map((l) => Number(l.toFixed(1)));
 const fauxqs = values.fauxqs === "process" ? "process" : "child";
 const bench = await startBenchStack({ fauxqs });
 const { redisServer } = bench;
-const dynamoPort = new URL(bench.stack.dynamoEndpoint).port;
+const dynamoPort = Number(new URL(bench.stack.dynamoEndpoint).port);
 
 /** Timestamps of completed calls, each with the number of messages or items it carried. */
 const calls: Record<string, { at: number; items: number }[]> = {};
@@ -148,7 +149,7 @@ await sleep(Math.max(0, dueAt - 1_000 - Date.now()));
 const loop = monitorEventLoopDelay({ resolution: 10 });
 loop.enable();
 const cpuBefore = process.cpuUsage();
-const javaBefore = javaCpuMs();
+const javaBefore = dynamoLocalCpuMs(dynamoPort);
 const workersBefore = cpuMsOf(workerPids);
 const profiler = values.profile ? new Session() : undefined;
 if (profiler) {
@@ -164,7 +165,7 @@ const lastStart = Date.now();
 await until(() => count("dynamodb:UpdateItem") >= n && count("sqs:DeleteMessageBatch") >= n, 180_000);
 const windowMs = Date.now() - windowStart;
 const cpu = process.cpuUsage(cpuBefore);
-const javaAfter = javaCpuMs();
+const javaAfter = dynamoLocalCpuMs(dynamoPort);
 const workersCpuMs = cpuMsOf(workerPids) - workersBefore;
 loop.disable();
 if (profiler && values.profile) {
@@ -195,31 +196,6 @@ function cpuMsOf(pids: readonly number[]): number {
   return pids
     .map((pid) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" "))
     .reduce((sum, f) => sum + ((Number(f[11]) + Number(f[12])) * 1000) / 100, 0);
-}
-/** DynamoDB Local's CPU time, from /proc (the java process listening for this stack). */
-function javaCpuMs(): number | undefined {
-  try {
-    const pids = findJava();
-    if (pids.length === 0) return undefined;
-    const ticks = pids
-      .map((pid) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" "))
-      .reduce((sum, f) => sum + Number(f[11]) + Number(f[12]), 0);
-    return (ticks * 1000) / 100;
-  } catch {
-    return undefined;
-  }
-}
-function findJava(): string[] {
-  return readdirSync("/proc")
-    .filter((p) => /^\d+$/.test(p))
-    .filter((p) => {
-      try {
-        const cmdline = readFileSync(`/proc/${p}/cmdline`, "utf8");
-        return cmdline.includes("DynamoDBLocal.jar") && cmdline.includes(`-port\0${dynamoPort}\0`);
-      } catch {
-        return false;
-      }
-    });
 }
 const late = lateness(samples);
 const starts = samples.map((s) => s.startedAt - dueAt);
