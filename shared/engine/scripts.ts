@@ -35,6 +35,8 @@ const SCRIPT_KEYS = {
   mirror: ["config"],
   take: ["creates"],
   peek: ["running"],
+  // Notifications (shared/notifications/redis-stream.ts): a batch appended to a tenant's stream.
+  publish: ["stream"],
   // Hold admission in front of the stock ledger (shared/ledger/admission.ts).
   hold_admit: ["level", "pending"],
   hold_settle: ["level", "pending"],

@@ -62,7 +62,11 @@ export interface BufferedNotifierOptions {
  */
 export class BufferedNotifier implements Notifier {
   readonly enabled = true;
+  /** Buffered notices are `buffer[head..]`: the ones before `head` are delivered or dropped. */
   private buffer: TransitionNotice[] = [];
+  private head = 0;
+  /** A delivery right away is armed (a full batch is waiting). */
+  private immediate = false;
   private timer: NodeJS.Timeout | undefined;
   private chain: Promise<void> = Promise.resolve();
   private counts = { published: 0, failed: 0, dropped: 0 };
@@ -71,14 +75,22 @@ export class BufferedNotifier implements Notifier {
 
   publish(notice: TransitionNotice): void {
     this.buffer.push(notice);
-    if (this.buffer.length > this.options.maxBuffered) {
-      const excess = this.buffer.length - this.options.maxBuffered;
-      this.buffer.splice(0, excess);
+    if (this.buffer.length - this.head > this.options.maxBuffered) {
+      // The oldest go: moving the head is O(1), where splicing the front of a full buffer on
+      // every publish made a flood of notices quadratic.
+      const excess = this.buffer.length - this.head - this.options.maxBuffered;
+      this.head += excess;
+      // Dropped notices leave the array once they outnumber the kept ones: amortized O(1) too.
+      if (this.head > this.options.maxBuffered) this.compact();
       this.counts.dropped += excess;
       this.options.onFailure?.(excess);
     }
-    if (this.buffer.length >= this.options.batchSize) {
-      this.schedule(0);
+    if (this.buffer.length - this.head >= this.options.batchSize) {
+      // Once: re-arming a timer on every publish of a full batch cost more than the publish.
+      if (!this.immediate) {
+        this.immediate = true;
+        this.schedule(0);
+      }
     } else if (!this.timer) {
       this.schedule(this.options.flushMs);
     }
@@ -88,16 +100,36 @@ export class BufferedNotifier implements Notifier {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
+      this.immediate = false;
       void this.flush();
     }, delayMs);
     // A pending batch never keeps a process alive; close() and Lambda's flush() deliver it.
     this.timer.unref();
   }
 
+  /** Takes up to `n` of the oldest buffered notices. */
+  private take(n: number): TransitionNotice[] {
+    const batch = this.buffer.slice(this.head, this.head + n);
+    this.head += batch.length;
+    if (this.head >= this.buffer.length) {
+      this.buffer = [];
+      this.head = 0;
+    } else if (this.head > this.options.batchSize && this.head * 2 > this.buffer.length) {
+      this.compact();
+    }
+    return batch;
+  }
+
+  private compact(): void {
+    this.buffer = this.buffer.slice(this.head);
+    this.head = 0;
+  }
+
   flush(): Promise<void> {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = undefined;
+      this.immediate = false;
     }
     // One delivery at a time, in publish order; each flush takes what is buffered when it runs.
     this.chain = this.chain.then(() => this.deliverBuffered());
@@ -105,8 +137,8 @@ export class BufferedNotifier implements Notifier {
   }
 
   private async deliverBuffered(): Promise<void> {
-    while (this.buffer.length > 0) {
-      const batch = this.buffer.splice(0, this.options.batchSize);
+    while (this.buffer.length > this.head) {
+      const batch = this.take(this.options.batchSize);
       try {
         if (this.options.resolveTypes && batch.some((n) => n.type === undefined))
           await this.options.resolveTypes(batch);

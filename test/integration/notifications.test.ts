@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { notificationStreamKey } from "../../shared/engine/keys.ts";
 import { type Runtime, startRuntime } from "../../shared/local/runtime.ts";
-import type { NotificationDetail } from "../../shared/notifications/model.ts";
+import { silentLogger } from "../../shared/logger.ts";
+import type { NotificationDetail, TransitionNotice } from "../../shared/notifications/model.ts";
+import { RedisStreamSink } from "../../shared/notifications/redis-stream.ts";
+import { decodeStreamEntry } from "../../shared/notifications/stream-entry.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
 import { type ApiServer, serveApi } from "../support/server.ts";
@@ -257,3 +261,56 @@ function compareStreamIds(a: string, b: string): number {
   const [bm, bs] = b.split("-").map(BigInt) as [bigint, bigint];
   return am === bm ? Number(as - bs) : am < bm ? -1 : 1;
 }
+
+describe("the tenants' Redis streams (RedisStreamSink, real Redis)", () => {
+  const notice = (tenant: string, i: number, extra: Partial<TransitionNotice> = {}): TransitionNotice => ({
+    transition: "scheduled",
+    tenant,
+    id: `s${i}`,
+    type: "sink.test",
+    attempt: 0,
+    status: "scheduled",
+    time: 1_000 + i,
+    runAt: 2_000 + i,
+    ...extra,
+  });
+  const streamOf = (tenant: string) => notificationStreamKey(hg.config.keyPrefix, tenant);
+
+  it("appends each tenant's notices in publish order, one entry each, readable as published", async () => {
+    const sink = new RedisStreamSink(hg.redis, hg.config.keyPrefix, 1_000, silentLogger);
+    const batch = [
+      notice("sinka", 0),
+      notice("sinkb", 1),
+      notice("sinka", 2, { transition: "retrying", status: "retrying", error: "boom: 500" }),
+      notice("sinka", 3, { transition: "held", status: "scheduled", heldBy: "rate" }),
+    ];
+    await expect(sink.deliver(batch)).resolves.toBe(0);
+    const read = async (tenant: string) =>
+      (await hg.redis.xrange(streamOf(tenant), "-", "+")).map(([, fields]) =>
+        decodeStreamEntry(tenant, fields),
+      );
+    const a = await read("sinka");
+    expect(a.map((d) => [d?.id, d?.transition])).toEqual([
+      ["s0", "scheduled"],
+      ["s2", "retrying"],
+      ["s3", "held"],
+    ]);
+    expect(a[1]).toMatchObject({
+      error: "boom: 500",
+      status: "retrying",
+      runAt: new Date(2_002).toISOString(),
+    });
+    expect(a[2]).toMatchObject({ heldBy: "rate" });
+    expect((await read("sinkb")).map((d) => d?.id)).toEqual(["s1"]);
+  });
+
+  it("caps the stream, and counts a tenant whose stream cannot be appended to as failed, not the others", async () => {
+    const sink = new RedisStreamSink(hg.redis, hg.config.keyPrefix, 100, silentLogger);
+    await expect(sink.deliver(Array.from({ length: 1_000 }, (_, i) => notice("sinkc", i)))).resolves.toBe(0);
+    // MAXLEN ~ trims whole nodes: about the cap, never the whole thousand.
+    expect(await hg.redis.xlen(streamOf("sinkc"))).toBeLessThan(300);
+    await hg.redis.set(streamOf("sinkd"), "not a stream");
+    await expect(sink.deliver([notice("sinkd", 0), notice("sinkd", 1), notice("sinke", 2)])).resolves.toBe(2);
+    expect(await hg.redis.xlen(streamOf("sinke"))).toBe(1);
+  });
+});

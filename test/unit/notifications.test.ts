@@ -195,6 +195,27 @@ describe("buffered notifier", () => {
     expect(failures.reduce((a, b) => a + b, 0)).toBe(8);
   });
 
+  it("keeps the newest notices, in order, when a flood overfills the buffer", async () => {
+    const { sink, batches } = collecting();
+    const notifier = new BufferedNotifier({
+      sinks: [sink],
+      logger: silentLogger,
+      flushMs: 10_000,
+      batchSize: 30,
+      maxBuffered: 100,
+    });
+    // Published in one go, so nothing is delivered before the buffer has overflowed many times.
+    for (let i = 0; i < 5_000; i++) notifier.publish(notice(i));
+    await notifier.flush();
+    expect(batches.map((b) => b.length)).toEqual([30, 30, 30, 10]);
+    expect(batches.flat().map((n) => n.id)).toEqual(Array.from({ length: 100 }, (_, i) => `e${4_900 + i}`));
+    expect(notifier.stats()).toEqual({ published: 100, failed: 0, dropped: 4_900 });
+    // The buffer works on after a flood: a later notice is delivered alone.
+    notifier.publish(notice(9_999));
+    await notifier.flush();
+    expect(batches.at(-1)!.map((n) => n.id)).toEqual(["e9999"]);
+  });
+
   it("fills in missing types at flush time, before the sinks see the batch", async () => {
     const { sink, batches } = collecting();
     const notifier = new BufferedNotifier({
