@@ -304,6 +304,13 @@ export class Dispatcher {
       await this.send(result.claimed, now, report);
       const seen = result.claimed.length + result.quarantined.length + result.parked;
       if (!rebuilding && !result.paced && seen < config.claimBatch) return;
+      // Paced and the room came back a few events at a time: let it build up for a moment. Claiming
+      // at once again took a handful of events per call, thousands of calls a second, each paying
+      // a claim's fixed Redis work (docs/benchmarks.md, engine burst).
+      if (result.paced && result.claimed.length < pacedMinimum(config.claimBatch, index.shardInFlight)) {
+        if (performance.now() >= realDeadline) return;
+        await sleep(PACE_MS);
+      }
     }
   }
 
@@ -551,6 +558,14 @@ function describe(error: unknown): string {
 
 /** How long a paced drain waits before it claims again (claim.lua's budget; docs/flow-control.md). */
 const PACE_MS = 10;
+
+/**
+ * A paced claim smaller than this waits PACE_MS before the next one: a tenth of the batch or of
+ * the budget, whichever is smaller, so room that frees up one ack at a time is claimed in tens.
+ */
+export function pacedMinimum(claimBatch: number, budget: number): number {
+  return Math.max(1, Math.floor(Math.min(claimBatch, budget > 0 ? budget : claimBatch) / 10));
+}
 
 /** Journal items read per rebuild step; each step is one query and one restore script call. */
 const REBUILD_PAGE = 500;

@@ -176,6 +176,44 @@ describe("fair claims across tenants", () => {
     await expectAgreement(["later", "now"]);
   });
 
+  it("pacing: a claim takes from whichever window has room and events, and says paced only while events wait", async () => {
+    const claimPaced = async () => {
+      const result = await index.claim(0, Date.now(), Date.now() + 30_000, 100, 60_000, [], 10);
+      if (result.epochMissing) throw new Error("epoch missing");
+      return result;
+    };
+    const tenants = (claimed: readonly { member: string }[]) =>
+      claimed.map((c) => parseMember(c.member).tenant);
+    await scheduleDue("dnow", 12, Date.now() - 1_000);
+    await scheduleDue("soon", 5, Date.now() + 20_000);
+    const first = await claimPaced();
+    expect(tenants(first.claimed).sort()).toEqual([...Array(10).fill("dnow"), ...Array(5).fill("soon")]);
+    expect(first.paced).toBe(true);
+    // Due now: full, with two waiting; ahead: room, but nothing due there.
+    const blocked = await claimPaced();
+    expect(blocked.claimed).toEqual([]);
+    expect(blocked.paced).toBe(true);
+    // Events due ahead arrive: the ahead window takes them while the due-now one stays full.
+    const later = Array.from({ length: 3 }, (_, i) => ({
+      member: memberOf("late", `l${i}`),
+      runAt: Date.now() + 25_000,
+      body: BODY,
+    }));
+    await index.schedule(later, Date.now(), 0, 60_000);
+    expect(tenants((await claimPaced()).claimed)).toEqual(["late", "late", "late"]);
+    // Two due-now events finish: the two waiting go, and then nothing waits.
+    for (const message of first.claimed.filter((c) => c.member.startsWith("dnow/")).slice(0, 2)) {
+      expect((await index.start(message, Date.now(), 60_000)).code).toBe(ScriptCode.OK);
+      expect((await index.ack(message)).code).toBe(ScriptCode.OK);
+    }
+    const rest = await claimPaced();
+    expect(tenants(rest.claimed)).toEqual(["dnow", "dnow"]);
+    const idle = await claimPaced();
+    expect(idle.claimed).toEqual([]);
+    expect(idle.paced).toBe(false);
+    await expectAgreement(["dnow", "soon", "late"], []);
+  });
+
   it("pacing: creates due within the look-ahead go to the queue on the spot only within the budget; the rest wait for a fair claim", async () => {
     const paced = new RedisIndex(redis, prefix, 1, 5);
     const now = Date.now();

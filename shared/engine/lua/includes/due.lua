@@ -41,26 +41,37 @@ end
 
 -- Puts a tenant's waiting events (`list`: runAt1, id1, ...) into its window: each goes in when it
 -- is there already (a move) or the window has room, else only ahead of the window's latest, which
--- then leaves the window (`due` keeps it). Returns true when the window changed.
-local function windowAdd(tenant, list)
+-- then leaves the window (`due` keeps it). Returns true when the window changed. `fresh`: the ids
+-- are new to the index (schedule.lua checked), so none can be a move and the lookup is skipped; a
+-- leftover window entry under such an id is put right by the claims' drift repair, as any other.
+local function windowAdd(tenant, list, fresh)
   local key = tenantDueKey(tenant)
   local size = redis.call("ZCARD", key)
   local changed = false
+  -- The window's latest entry, read once while the window stays full and unchanged: a batch of
+  -- events due after the window's latest costs one read, not one a event.
+  local lastId, lastScore
   for i = 1, #list, 2 do
     local runAt, id = list[i], list[i + 1]
     if size < WINDOW then
       size = size + redis.call("ZADD", key, runAt, id)
       changed = true
-    elseif redis.call("ZSCORE", key, id) then
+      lastId = nil
+    elseif not fresh and redis.call("ZSCORE", key, id) then
       redis.call("ZADD", key, runAt, id)
       changed = true
+      lastId = nil
     else
-      local last = redis.call("ZRANGE", key, -1, -1, "WITHSCORES")
-      if tonumber(runAt) < tonumber(last[2]) then
+      if not lastId then
+        local last = redis.call("ZRANGE", key, -1, -1, "WITHSCORES")
+        lastId, lastScore = last[1], tonumber(last[2])
+      end
+      if lastId and tonumber(runAt) < lastScore then
         -- Out first, then in, so the window never grows past WINDOW (and stays a listpack).
-        redis.call("ZREM", key, last[1])
-        redis.call("ZADD", key, runAt, id)
+        redis.call("ZREM", key, lastId)
+        size = size - 1 + redis.call("ZADD", key, runAt, id)
         changed = true
+        lastId = nil
       end
     end
   end
@@ -93,9 +104,10 @@ local function dueWrite(command, list, step)
 end
 
 -- Adds or moves waiting events: `entries` is ZADD's flat list, runAt1, member1, runAt2, member2, ...
-local function dueAddMany(entries)
+-- `fresh`: every member is new to the index (see windowAdd).
+local function dueAddMany(entries, fresh)
   for tenant, group in pairs(dueWrite("ZADD", entries, 2)) do
-    if windowAdd(tenant, group) then
+    if windowAdd(tenant, group, fresh) then
       dueRefresh(tenant)
     end
   end
