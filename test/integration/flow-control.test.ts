@@ -166,6 +166,28 @@ describe("flow control", () => {
     expect(await hg.redis.zcard(`{${hg.config.keyPrefix}:limits:${tenant}}:slots:test.flow`)).toBe(0);
   }, 90_000);
 
+  it("one admission call decides each event against those before it in the call, and free gives every slot back", async () => {
+    const tenant = freshTenant("call");
+    await hg.flow.put(tenant, "test.flow", { maxConcurrency: 2 });
+    const slot = (id: string, type = "test.flow") => ({ tenant, type, member: memberOf(tenant, id) });
+    const admitted = { admitted: true };
+    const refused = { admitted: false, reason: "concurrency", retryAfterMs: 0 };
+    // x1 twice in one call is one slot; x3 finds the two taken earlier in the same call.
+    expect(
+      await hg.flow.admit([slot("x1"), slot("x2"), slot("x1"), slot("x3"), slot("y1", "test.other")]),
+    ).toEqual([admitted, admitted, admitted, refused, admitted]);
+    expect(await hg.flow.admit([slot("x4")])).toEqual([refused]);
+    const slots = `{${hg.config.keyPrefix}:limits:${tenant}}:slots:test.flow`;
+    const running = `{${hg.config.keyPrefix}:limits:${tenant}}:running`;
+    expect(await hg.redis.zcard(slots)).toBe(2);
+    expect(await hg.redis.zcard(running)).toBe(3);
+    await hg.flow.free([slot("x1"), slot("x2"), slot("y1", "test.other")]);
+    expect(await hg.redis.zcard(slots)).toBe(0);
+    expect(await hg.redis.zcard(running)).toBe(0);
+    expect(await hg.flow.admit([slot("x3"), slot("x4"), slot("x5")])).toEqual([admitted, admitted, refused]);
+    await hg.flow.free([slot("x3"), slot("x4")]);
+  });
+
   it("a worker that dies holding a slot gives it back when its lease runs out", async () => {
     const tenant = freshTenant("crash");
     await hg.flow.put(tenant, "test.flow", { maxConcurrency: 1 });

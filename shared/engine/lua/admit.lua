@@ -19,38 +19,50 @@
 ]]
 -- @include bucket
 
+
 local tag = string.match(K.running, "^(.*):running$")
 local now = redisNow()
 local deadline = now + tonumber(ARGV[1])
 local tenantCap = tonumber(ARGV[2])
-local pruned = {}
-local function prune(key)
-  if not pruned[key] then
-    redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
-    pruned[key] = true
+
+-- Per type, read once a call: its limits, and how many slots it holds (expired ones pruned first).
+-- The slots this call takes are counted here and written at the end, one ZADD a key: the same
+-- decisions as writing each at once, for a few commands a call instead of several an event.
+local types = {}
+local function typeOf(eventType)
+  local t = types[eventType]
+  if not t then
+    local cfg = redis.call("HMGET", tag .. ":cfg:" .. eventType, "paused", "rate", "burst", "max")
+    local slots = tag .. ":slots:" .. eventType
+    t = { paused = cfg[1] == "1", rate = tonumber(cfg[2]), burst = tonumber(cfg[3]), max = tonumber(cfg[4]), slots = slots }
+    redis.call("ZREMRANGEBYSCORE", slots, "-inf", now)
+    t.held = t.max and redis.call("ZCARD", slots)
+    t.adds = {}
+    types[eventType] = t
   end
+  return t
 end
 
-prune(K.running)
+redis.call("ZREMRANGEBYSCORE", K.running, "-inf", now)
+local running = tenantCap > 0 and redis.call("ZCARD", K.running) or 0
+local runningAdds = {}
+local admittedHere = {}
 local out = {}
 for i = 3, #ARGV, 2 do
   local eventType, member = ARGV[i], ARGV[i + 1]
-  local cfg = redis.call("HMGET", tag .. ":cfg:" .. eventType, "paused", "rate", "burst", "max")
-  local rate, burst, max = tonumber(cfg[2]), tonumber(cfg[3]), tonumber(cfg[4])
-  local slots = tag .. ":slots:" .. eventType
-  prune(slots)
-  local reason, retryAfter = false, 0
-  if cfg[1] == "1" then
+  local t = typeOf(eventType)
+  local reason, retryAfter, again = false, 0, false
+  if t.paused then
     reason = "paused"
-  elseif redis.call("ZSCORE", K.running, member) then
+  elseif admittedHere[member] or redis.call("ZSCORE", K.running, member) then
     -- Already admitted (the same dispatch asked twice): keep its slot, take nothing new.
-    reason = false
-  elseif max and redis.call("ZCARD", slots) >= max then
+    again = true
+  elseif t.max and t.held >= t.max then
     reason = "concurrency"
-  elseif tenantCap > 0 and redis.call("ZCARD", K.running) >= tenantCap then
+  elseif tenantCap > 0 and running >= tenantCap then
     reason = "concurrency"
-  elseif rate and rate > 0 then
-    local ok, wait = bucketTake(tag .. ":bucket:" .. eventType, now, rate, burst or math.max(1, math.ceil(rate)), 1)
+  elseif t.rate and t.rate > 0 then
+    local ok, wait = bucketTake(tag .. ":bucket:" .. eventType, now, t.rate, t.burst or math.max(1, math.ceil(t.rate)), 1)
     if not ok then
       reason, retryAfter = "rate", wait
     end
@@ -58,9 +70,29 @@ for i = 3, #ARGV, 2 do
   if reason then
     out[#out + 1] = 1; out[#out + 1] = reason; out[#out + 1] = retryAfter
   else
-    redis.call("ZADD", slots, deadline, member)
-    redis.call("ZADD", K.running, deadline, member)
+    if not again then
+      admittedHere[member] = true
+      running = running + 1
+      if t.max then
+        t.held = t.held + 1
+      end
+    end
+    t.adds[#t.adds + 1] = deadline
+    t.adds[#t.adds + 1] = member
+    runningAdds[#runningAdds + 1] = deadline
+    runningAdds[#runningAdds + 1] = member
     out[#out + 1] = 0; out[#out + 1] = ""; out[#out + 1] = 0
   end
 end
+
+-- In slices: Lua's unpack has a limit on arguments.
+local function addAll(key, list)
+  for s = 1, #list, 4000 do
+    redis.call("ZADD", key, unpack(list, s, math.min(s + 3999, #list)))
+  end
+end
+for _, t in pairs(types) do
+  addAll(t.slots, t.adds)
+end
+addAll(K.running, runningAdds)
 return out

@@ -9,9 +9,29 @@
 ]]
 
 local tag = string.match(K.running, "^(.*):running$")
-local freed = 0
+-- One ZREM a key for the whole call, not two commands an event.
+local byType, members = {}, {}
 for i = 1, #ARGV, 2 do
-  freed = freed + redis.call("ZREM", tag .. ":slots:" .. ARGV[i], ARGV[i + 1])
-  redis.call("ZREM", K.running, ARGV[i + 1])
+  local list = byType[ARGV[i]]
+  if not list then
+    list = {}
+    byType[ARGV[i]] = list
+  end
+  list[#list + 1] = ARGV[i + 1]
+  members[#members + 1] = ARGV[i + 1]
+end
+local function removeAll(key, list)
+  local removed = 0
+  for s = 1, #list, 4000 do
+    removed = removed + redis.call("ZREM", key, unpack(list, s, math.min(s + 3999, #list)))
+  end
+  return removed
+end
+local freed = 0
+for eventType, list in pairs(byType) do
+  freed = freed + removeAll(tag .. ":slots:" .. eventType, list)
+end
+if #members > 0 then
+  removeAll(K.running, members)
 end
 return freed
