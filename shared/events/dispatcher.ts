@@ -246,6 +246,8 @@ export class Dispatcher {
     let rebuilding = journal !== undefined && (await index.rebuildCursor(shard)) !== undefined;
     // Waiting on the pacing budget is bounded by real time too, whatever the injected clock does.
     const realDeadline = performance.now() + Math.max(0, deadline - clock());
+    // Paced claims in a row that took nothing: how long the next wait is.
+    let idlePaced = 0;
     while (clock() < deadline) {
       if (rebuilding) {
         const step = await this.rebuildStep(shard);
@@ -293,13 +295,16 @@ export class Dispatcher {
       if (result.claimed.length === 0) {
         // Quarantined or held-back entries took the room of claims, or a rebuild has pages left: go on.
         if (result.quarantined.length > 0 || result.parked > 0 || rebuilding) continue;
-        // Paced: due events wait for the workers to drain what is handed out; look again shortly.
+        // Paced: due events wait for the workers to drain what is handed out; look again shortly,
+        // a little later each time nothing came free (up to PACE_MAX_MS), so a shard waiting
+        // seconds for events claimed ahead does not poll Redis a hundred times a second.
         if (result.paced && performance.now() < realDeadline) {
-          await sleep(PACE_MS);
+          await sleep(Math.min(PACE_MAX_MS, PACE_MS * 2 ** idlePaced++));
           continue;
         }
         return;
       }
+      idlePaced = 0;
       report.claimed += result.claimed.length;
       await this.send(result.claimed, now, report);
       const seen = result.claimed.length + result.quarantined.length + result.parked;
@@ -558,6 +563,8 @@ function describe(error: unknown): string {
 
 /** How long a paced drain waits before it claims again (claim.lua's budget; docs/flow-control.md). */
 const PACE_MS = 10;
+/** The longest wait between paced claims that find no room: what it may add to a waiting event's lateness. */
+const PACE_MAX_MS = 40;
 
 /**
  * A paced claim smaller than this waits PACE_MS before the next one: a tenth of the batch or of

@@ -4,7 +4,7 @@ import { type RedisClient, runScript } from "../engine/scripts.ts";
 import type { Logger } from "../logger.ts";
 import type { TransitionNotice } from "./model.ts";
 import { describe, type NotificationSink } from "./notifier.ts";
-import { encodeStreamEntry } from "./stream-entry.ts";
+import { appendStreamEntry } from "./stream-entry.ts";
 
 /**
  * Appends each tenant's notices to its capped stream (`XADD … MAXLEN ~ n`), the source of
@@ -38,8 +38,9 @@ export class RedisStreamSink implements NotificationSink {
       [...byTenant].map(async ([tenant, list]) => {
         const args: (string | number)[] = [this.maxLen];
         for (const notice of list) {
-          const fields = encodeStreamEntry(notice);
-          args.push(fields.length, ...fields);
+          // The count goes before the fields, once they are written.
+          const at = args.push(0) - 1;
+          args[at] = appendStreamEntry(args, notice);
         }
         try {
           const appended = Number(

@@ -23,23 +23,24 @@ import {
  * status, `r` runAt (ms), `e` error, `h` heldBy.
  */
 export function encodeStreamEntry(notice: TransitionNotice): string[] {
-  const fields = [
-    "t",
-    notice.transition,
-    "i",
-    notice.id,
-    "y",
-    notice.type ?? "",
-    "a",
-    String(notice.attempt),
-    "m",
-    String(notice.time),
-  ];
-  if (notice.status !== STATUS_AFTER[notice.transition]) fields.push("s", notice.status);
-  if (notice.runAt !== undefined) fields.push("r", String(notice.runAt));
-  if (notice.error !== undefined) fields.push("e", notice.error);
-  if (notice.heldBy !== undefined) fields.push("h", notice.heldBy);
+  const fields: string[] = [];
+  appendStreamEntry(fields, notice);
   return fields;
+}
+
+/**
+ * Appends the entry's fields to `out` (as encodeStreamEntry returns them) and returns how many:
+ * the publisher writes a whole batch into one argument list, without an array a notice.
+ */
+export function appendStreamEntry(out: (string | number)[], notice: TransitionNotice): number {
+  const before = out.length;
+  out.push("t", notice.transition, "i", notice.id, "y", notice.type ?? "", "a", String(notice.attempt));
+  out.push("m", String(notice.time));
+  if (notice.status !== STATUS_AFTER[notice.transition]) out.push("s", notice.status);
+  if (notice.runAt !== undefined) out.push("r", String(notice.runAt));
+  if (notice.error !== undefined) out.push("e", notice.error);
+  if (notice.heldBy !== undefined) out.push("h", notice.heldBy);
+  return out.length - before;
 }
 
 /** The stream entry's one field in the layout before the compact one: the detail as JSON. */
