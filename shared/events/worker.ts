@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import DataLoader from "dataloader";
+import pLimit from "p-limit";
 import { type DecodedBody, decodeBody } from "../engine/body.ts";
 import { ScriptCode } from "../engine/codes.ts";
 import { parseMember } from "../engine/keys.ts";
@@ -40,6 +41,9 @@ export interface WorkerHooks {
 /** Leave this much of the Lambda's time for the journal and index writes after a handler. */
 const DEADLINE_RESERVE_MS = 2_000;
 
+/** Start batches (up to 1,000 events each) a worker has in Redis at once. */
+const STARTS_IN_FLIGHT = 2;
+
 /**
  * Runs one dispatched event: checks that the message is still the current one, waits out any
  * sub-second remainder (never early), runs the handler, then records the outcome in the journal
@@ -66,18 +70,25 @@ export class Worker {
       maxBatchSize: 1_000,
       batchScheduleFn: (run: () => void) => setImmediate(run),
     };
+    // A few start batches in flight, not all: when thousands fall due at once, the admissions
+    // and acks of the first batches reach Redis between the later starts instead of queueing
+    // behind all of them, so handlers begin while the rest start (Redis and this process work
+    // side by side instead of in turns).
+    const startsInFlight = pLimit(STARTS_IN_FLIGHT);
     this.starts = new DataLoader(
       (messages) =>
-        deps.index.startMany(
-          messages,
-          REDIS_TIME,
-          deps.config.handlerTimeoutMs + deps.config.runLeaseMarginMs,
+        startsInFlight(() =>
+          deps.index.startMany(
+            messages,
+            REDIS_TIME,
+            deps.config.handlerTimeoutMs + deps.config.runLeaseMarginMs,
+          ),
         ),
       batching,
     );
     this.acks = new DataLoader((messages) => deps.index.ackMany(messages), batching);
     const flow = deps.flow;
-    if (flow) {
+    if (flow?.admits) {
       this.admissions = new DataLoader((requests) => flow.admit(requests), batching);
       this.frees = new DataLoader(async (requests) => {
         await flow.free(requests);

@@ -50,6 +50,16 @@ export class FlowControl {
     private readonly clock: () => number,
   ) {}
 
+  /**
+   * Whether admission can ever hold an event back: type limits live in the store (DynamoDB, so
+   * not in the engine-only mode) and the tenant cap is a setting. Without either, a worker skips
+   * admit and free: they would take and give back slots nothing counts, two Redis calls a batch
+   * on every event's way to its handler.
+   */
+  get admits(): boolean {
+    return this.store !== undefined || this.config.tenantLimits.maxRunning > 0;
+  }
+
   /** How stale the dispatcher's copy of the limits may get: a tick, and never more than a second. */
   get refreshMs(): number {
     return Math.min(this.config.tickMs, 1_000);
