@@ -65,7 +65,11 @@ export function eventDetails(e: EventBody): string {
 
 /** `stats`: the totals, then one row per event type with a column per status that occurs. */
 export function statsReport(stats: StatsBody): string {
-  const lines = [`index size: ${stats.indexSize}    oldest overdue: ${stats.oldestOverdueMs} ms`];
+  const far =
+    stats.farPending > 0
+      ? `    due beyond the near horizon (journal only): ${stats.farPending}${stats.farTruncated ? " or more" : ""}`
+      : "";
+  const lines = [`index size: ${stats.indexSize}    oldest overdue: ${stats.oldestOverdueMs} ms${far}`];
   const statuses = Object.keys(stats.byStatus);
   if (statuses.length === 0) return [...lines, "(no events)"].join("\n");
   const byType = table({ head: ["type", ...statuses, "total"] });

@@ -1,8 +1,8 @@
 import type { DispatchMessage } from "../model/message.ts";
-import type { LiveStatus } from "../model/status.ts";
+import type { EventStatus, LiveStatus } from "../model/status.ts";
 import { ScriptCode } from "./codes.ts";
 import { IndexCorruptError } from "./errors.ts";
-import { heldKeys, type ShardKeys, shardKeys, shardOf } from "./keys.ts";
+import { heldKeys, parseMember, type ShardKeys, shardKeys, shardOf } from "./keys.ts";
 import { type RedisClient, runScript } from "./scripts.ts";
 
 export interface IndexEntry {
@@ -566,6 +566,15 @@ export class RedisIndex {
   }
 
   /** Counters and sizes of one shard, read in one pipeline (one slot, so it works on a cluster). */
+  /**
+   * Counts a transition the scripts did not see in the shard's stats (the fields countStats in
+   * state.lua keeps): a far event, which lives in the journal only, cancelled there.
+   */
+  async countTransition(member: string, type: string, status: EventStatus): Promise<void> {
+    const { tenant } = parseMember(member);
+    await this.client.hincrby(this.keys(this.shardOf(member)).stats, `${tenant}|${type}|${status}`, 1);
+  }
+
   async shardStats(shard: number): Promise<ShardStats> {
     const k = this.keys(shard);
     const results = await this.client

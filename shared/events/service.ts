@@ -1,9 +1,11 @@
 import { ScriptCode } from "../engine/codes.ts";
+import { HorizonStore } from "../engine/horizon-state.ts";
 import { memberOf } from "../engine/keys.ts";
 import { idFactory } from "../ids.ts";
 import { JournalRequiredError } from "../journal/errors.ts";
-import { PENDING_STATUSES, payloadJsonOf } from "../journal/item.ts";
+import { type JournalStatus, PENDING_STATUSES, payloadJsonOf } from "../journal/item.ts";
 import type { HeldBy } from "../limits/model.ts";
+import { addFarPending } from "../metrics-store/far-timeline.ts";
 import type { EventView, NewEvent, ScheduleResult } from "../model/event.ts";
 import { withInlinePayload } from "../model/message.ts";
 import type { EventStatus } from "../model/status.ts";
@@ -46,6 +48,13 @@ export interface TenantStats {
   readonly heldBy: Partial<Record<HeldBy, number>>;
   /** The same, per type. */
   readonly heldByType: Record<string, Partial<Record<HeldBy, number>>>;
+  /**
+   * Events due beyond the index's near horizon, in the journal only (docs/horizon.md), counted in
+   * byStatus and byType too. Read from the journal's `pending` index on every call.
+   */
+  readonly farPending: number;
+  /** The far count stopped at 10,000 journal keys a shard: byStatus and byType may be low. */
+  readonly farTruncated: boolean;
 }
 
 const LIVE: readonly EventStatus[] = ["scheduled", "dispatched", "running", "retrying", "dead"];
@@ -198,7 +207,11 @@ export class EventService {
       accepts: (existing) => existing.status === "cancelled",
       onMissing: () => index.dropTombstone(member),
     });
-    if (written) notify(this.deps, "cancelled", { tenant, id, type: item.type, attempt: item.attempts });
+    if (written) {
+      notify(this.deps, "cancelled", { tenant, id, type: item.type, attempt: item.attempts });
+      // Held by the journal only (a far event): no script counted this cancel in the stats.
+      if (result.code === ScriptCode.NOT_FOUND) await index.countTransition(member, item.type, "cancelled");
+    }
     // Index and journal agree now: the tombstone may be pruned once no older read can arrive.
     await index.confirmCancel(member, this.deps.clock());
     return viewOf(item, config.retry.maxAttempts);
@@ -403,6 +416,11 @@ export class EventService {
     }
     for (const score of oldest)
       if (score !== undefined) oldestOverdueMs = Math.max(oldestOverdueMs, now - score);
+    const far = await this.countFar(tenant, now, (type, status) => {
+      byStatus[status] = (byStatus[status] ?? 0) + 1;
+      byType[type] ??= {};
+      byType[type]![status] = (byType[type]![status] ?? 0) + 1;
+    });
     const heldBy: Partial<Record<HeldBy, number>> = {};
     const heldByType: Record<string, Partial<Record<HeldBy, number>>> = {};
     for (const counts of held) {
@@ -425,7 +443,47 @@ export class EventService {
       heldByType[type] = { paused: total };
     }
     for (const reason of Object.keys(heldBy) as HeldBy[]) if (!heldBy[reason]) delete heldBy[reason];
-    return { byStatus, byType, oldestOverdueMs, indexSize, heldBy, heldByType };
+    return {
+      byStatus,
+      byType,
+      oldestOverdueMs,
+      indexSize,
+      heldBy,
+      heldByType,
+      farPending: far.count,
+      farTruncated: far.truncated,
+    };
+  }
+
+  /**
+   * The tenant's pending events the index does not hold: those due after each shard's loaded
+   * watermark (everything at or before it is in the index), from the journal. Without a journal
+   * every event is in the index.
+   */
+  private async countFar(
+    tenant: string,
+    now: number,
+    add: (type: string, status: JournalStatus) => void,
+  ): Promise<{ count: number; truncated: boolean }> {
+    const journal = this.deps.journal;
+    if (!journal) return { count: 0, truncated: false };
+    const horizon = new HorizonStore(this.deps.index);
+    let count = 0;
+    const truncated = await addFarPending(
+      journal,
+      this.deps.index,
+      tenant,
+      async (shard) => {
+        const { loaded } = await horizon.state(shard);
+        return loaded === undefined ? now : loaded + 1;
+      },
+      Number.MAX_SAFE_INTEGER,
+      (type, _runAt, status) => {
+        count++;
+        add(type, status);
+      },
+    );
+    return { count, truncated };
   }
 
   private requireJournal(operation: string) {

@@ -104,6 +104,13 @@ export const Stats = z
         'Waiting events flow control holds back, by reason ("paused" | "rate" | "concurrency"). They count as scheduled or retrying in byStatus, never as overdue.',
     }),
     heldByType: z.record(z.string(), z.record(z.string(), z.number().int())),
+    farPending: z.number().int().openapi({
+      description:
+        "Events due beyond the index's near horizon (HOURGLASS_INDEX_HORIZON_SECONDS), kept in the journal only until they come near; counted in byStatus and byType too.",
+    }),
+    farTruncated: z.boolean().openapi({
+      description: "The far count stopped at 10,000 journal keys a shard, so byStatus and byType may be low.",
+    }),
   })
   .openapi("Stats");
 

@@ -1,5 +1,5 @@
 import type { RedisIndex } from "../engine/redis-index.ts";
-import type { JournalItem } from "../journal/item.ts";
+import type { JournalItem, JournalStatus } from "../journal/item.ts";
 import type { EventJournal } from "../journal/journal.ts";
 
 /** Journal keys one shard may contribute to the far part of a timeline, like the index's scan limit. */
@@ -9,17 +9,18 @@ const PAGE = 1_000;
 /**
  * The part of a tenant's pending work the index does not hold: events due beyond the near horizon
  * live in the journal only (docs/horizon.md). Reads the journal's `pending` index (keys only, which
- * carry the due time) per shard from `from` to `until`, keeps the tenant's own keys, drops those
- * the index holds (the index side of the timeline counts them), and reads the rest for their type.
- * Calls `add(type, runAt)` once per such event; returns true when a shard had more than it read.
+ * carry the due time) per shard from `from` (a time, or a shard's own) to `until`, keeps the
+ * tenant's own keys, drops those the index holds (the index side counts them), and reads the rest
+ * for their type and status. Calls `add(type, runAt, status)` once per such event; returns true
+ * when a shard had more than it read.
  */
 export async function addFarPending(
   journal: EventJournal,
   index: RedisIndex,
   tenant: string,
-  from: number,
+  from: number | ((shard: number) => Promise<number>),
   until: number,
-  add: (type: string, runAt: number) => void,
+  add: (type: string, runAt: number, status: JournalStatus) => void,
 ): Promise<boolean> {
   const prefix = `${tenant}#`;
   let truncated = false;
@@ -27,8 +28,9 @@ export async function addFarPending(
     Array.from({ length: index.shards }, async (_, shard) => {
       let cursor: string | undefined;
       let read = 0;
+      const start = typeof from === "number" ? from : await from(shard);
       do {
-        const page = await journal.pendingKeys(shard, from, until - 1, PAGE, cursor);
+        const page = await journal.pendingKeys(shard, start, until - 1, PAGE, cursor);
         read += page.keys.length;
         const mine = page.keys.filter((key) => key.pk.startsWith(prefix));
         if (mine.length > 0) {
@@ -39,7 +41,7 @@ export async function addFarPending(
           for (const key of far) {
             const item = items.get(key.pk) as JournalItem | undefined;
             if (item && (item.status === "scheduled" || item.status === "retrying"))
-              add(item.type, item.runAt);
+              add(item.type, item.runAt, item.status);
           }
         }
         cursor = page.cursor;

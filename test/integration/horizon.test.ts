@@ -167,6 +167,38 @@ describe("create, reschedule and cancel against the near horizon", () => {
   });
 });
 
+describe("stats beside the near horizon", () => {
+  it("counts far events from the journal, each once, in byStatus and byType, and not after a cancel or once near", async () => {
+    const tenant = freshTenant("hzstats");
+    const at = (ms: number) => new Date(Date.now() + ms).toISOString();
+    await hg.events.schedule(tenant, { id: "near", type: "test.record", payload: {}, delaySeconds: 2 });
+    await hg.events.schedule(tenant, { id: "far1", type: "test.record", payload: {}, runAt: at(86_400_000) });
+    await hg.events.schedule(tenant, {
+      id: "far2",
+      type: "test.record",
+      payload: {},
+      runAt: at(2 * 86_400_000),
+    });
+    const first = await hg.events.stats(tenant);
+    expect(first).toMatchObject({ farPending: 2, farTruncated: false, indexSize: 1 });
+    expect(first.byStatus.scheduled).toBe(3);
+    expect(first.byType["test.record"]?.scheduled).toBe(3);
+
+    await hg.events.cancel(tenant, "far1");
+    const cancelled = await hg.events.stats(tenant);
+    expect(cancelled).toMatchObject({ farPending: 1, indexSize: 1 });
+    expect(cancelled.byStatus).toMatchObject({ scheduled: 2, cancelled: 1 });
+
+    // Rescheduled near: the index holds it now, and it is counted there, not twice.
+    await hg.events.reschedule(tenant, "far2", { delaySeconds: 2 });
+    const near = await hg.events.stats(tenant);
+    expect(near).toMatchObject({ farPending: 0, indexSize: 2 });
+    expect(near.byStatus.scheduled).toBe(2);
+    // Another tenant's far events are not this one's.
+    expect((await hg.events.stats(freshTenant("hzother"))).farPending).toBe(0);
+  });
+});
+
 describe("the loader", () => {
   it("promotes far events as they come near, in due order, and the dispatcher sends them on time", async () => {
     const tenant = freshTenant("hzl");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { eventTable, useColor } from "../../shared/cli/output.ts";
+import { eventTable, statsReport, useColor } from "../../shared/cli/output.ts";
 
 describe("CLI tables", () => {
   it("wraps a long last error at word boundaries instead of cutting it mid-word", () => {
@@ -22,6 +22,22 @@ describe("CLI tables", () => {
     // Each word of the error is whole on some line of the table.
     for (const word of lastError.split(" ")) expect(text).toContain(word);
     expect(text).not.toContain("…");
+  });
+
+  it("says how many events wait beyond the near horizon, and when that count stopped short", () => {
+    const stats = {
+      byStatus: { scheduled: 3 },
+      byType: { "order.expire": { scheduled: 3 } },
+      oldestOverdueMs: 0,
+      indexSize: 1,
+      heldBy: {},
+      heldByType: {},
+      farPending: 2,
+      farTruncated: false,
+    };
+    expect(statsReport(stats)).toContain("due beyond the near horizon (journal only): 2");
+    expect(statsReport({ ...stats, farTruncated: true })).toContain("journal only): 2 or more");
+    expect(statsReport({ ...stats, farPending: 0 })).not.toContain("near horizon");
   });
 
   it("colours only a terminal without NO_COLOR", () => {
