@@ -565,7 +565,6 @@ export class RedisIndex {
     return leased === undefined ? due : Math.min(due, leased);
   }
 
-  /** Counters and sizes of one shard, read in one pipeline (one slot, so it works on a cluster). */
   /**
    * Counts a transition the scripts did not see in the shard's stats (the fields countStats in
    * state.lua keeps): a far event, which lives in the journal only, cancelled there.
@@ -575,6 +574,7 @@ export class RedisIndex {
     await this.client.hincrby(this.keys(this.shardOf(member)).stats, `${tenant}|${type}|${status}`, 1);
   }
 
+  /** Counters and sizes of one shard, read in one pipeline (one slot, so it works on a cluster). */
   async shardStats(shard: number): Promise<ShardStats> {
     const k = this.keys(shard);
     const results = await this.client

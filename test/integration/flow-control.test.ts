@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { memberOf } from "../../shared/engine/keys.ts";
 import { defineHandler } from "../../shared/handlers/registry.ts";
+import { FlowControl } from "../../shared/limits/flow-control.ts";
 import type { LimitsInput } from "../../shared/limits/model.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
 import { Crash, crashOn, engine, freshTenant } from "../support/engine.ts";
@@ -186,6 +187,36 @@ describe("flow control", () => {
     expect(await hg.redis.zcard(running)).toBe(0);
     expect(await hg.flow.admit([slot("x3"), slot("x4"), slot("x5")])).toEqual([admitted, admitted, refused]);
     await hg.flow.free([slot("x3"), slot("x4")]);
+  });
+
+  it("one admission call holds the tenant's cap on running events across types, a repeat taking one place", async () => {
+    const tenant = freshTenant("cap");
+    const capped = new FlowControl(
+      hg.redis,
+      { ...hg.config, tenantLimits: { ...hg.config.tenantLimits, maxRunning: 2 } },
+      undefined,
+      Date.now,
+    );
+    const slot = (id: string, type = "test.a") => ({ tenant, type, member: memberOf(tenant, id) });
+    const admitted = { admitted: true };
+    const refused = { admitted: false, reason: "concurrency", retryAfterMs: 0 };
+    expect(await capped.admit([slot("a"), slot("b", "test.b"), slot("a"), slot("c")])).toEqual([
+      admitted,
+      admitted,
+      admitted,
+      refused,
+    ]);
+    // Admitted by the call before: again, in no new place; a newcomer still finds the cap full.
+    expect(await capped.admit([slot("a"), slot("d", "test.b")])).toEqual([admitted, refused]);
+    expect(await hg.redis.zcard(`{${hg.config.keyPrefix}:limits:${tenant}}:running`)).toBe(2);
+    await capped.free([slot("a"), slot("b", "test.b")]);
+    expect(await capped.admit([slot("d", "test.b"), slot("e"), slot("f")])).toEqual([
+      admitted,
+      admitted,
+      refused,
+    ]);
+    await capped.free([slot("d", "test.b"), slot("e")]);
+    expect(await hg.redis.zcard(`{${hg.config.keyPrefix}:limits:${tenant}}:running`)).toBe(0);
   });
 
   it("a worker that dies holding a slot gives it back when its lease runs out", async () => {

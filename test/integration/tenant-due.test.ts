@@ -214,6 +214,42 @@ describe("fair claims across tenants", () => {
     await expectAgreement(["dnow", "soon", "late"], []);
   });
 
+  it("pacing: a claim whose windows are full still takes expired leases and released held-back events first", async () => {
+    const t0 = Date.now();
+    // The held group stays listed (allowance 0) until the last claim: a group not listed is released in full.
+    const at = async (now: number, allowances = [{ group: "held|test.t", allowance: 0 }]) => {
+      const result = await index.claim(
+        0,
+        now,
+        now,
+        100,
+        1_000,
+        allowances.map((a) => ({ ...a, reason: "rate" as const })),
+        2,
+      );
+      if (result.epochMissing) throw new Error("epoch missing");
+      return result;
+    };
+    await scheduleDue("held", 1, t0 - 2_000);
+    expect((await at(t0)).parked).toBe(1);
+    await scheduleDue("full", 3, t0 - 1_000);
+    const first = await at(t0);
+    expect(first.claimed.map((c) => c.member).sort()).toEqual(["full/e0", "full/e1"]);
+    expect(first.paced).toBe(true);
+    // Their leases ran out, and the window is still full of them: they come back, the third waits.
+    const later = await at(t0 + 5_000);
+    expect(later.claimed.map((c) => [c.member, c.redelivered]).sort()).toEqual([
+      ["full/e0", true],
+      ["full/e1", true],
+    ]);
+    expect(later.paced).toBe(true);
+    // The held-back event's group may take one again: released although the window is full.
+    const released = await at(t0 + 5_001, [{ group: "held|test.t", allowance: 1 }]);
+    expect(released.claimed.map((c) => c.member)).toEqual(["held/e0"]);
+    expect(released.paced).toBe(true);
+    await expectAgreement(["full"], []);
+  });
+
   it("pacing: creates due within the look-ahead go to the queue on the spot only within the budget; the rest wait for a fair claim", async () => {
     const paced = new RedisIndex(redis, prefix, 1, 5);
     const now = Date.now();

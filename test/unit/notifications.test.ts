@@ -216,6 +216,58 @@ describe("buffered notifier", () => {
     expect(batches.at(-1)!.map((n) => n.id)).toEqual(["e9999"]);
   });
 
+  it("publishes during slow deliveries, with overflows between them: each notice once or dropped, in order", async () => {
+    const delivered: string[] = [];
+    let release: (() => void) | undefined;
+    const slow: NotificationSink = {
+      name: "slow",
+      deliver: async (notices) => {
+        await new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        delivered.push(...notices.map((n) => n.id));
+        return 0;
+      },
+    };
+    const notifier = new BufferedNotifier({
+      sinks: [slow],
+      logger: silentLogger,
+      flushMs: 10_000,
+      batchSize: 7,
+      maxBuffered: 20,
+    });
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+    let next = 0;
+    // Rounds of publishes (some past the buffer) while a batch is in flight, then that batch ends.
+    for (const burst of [3, 9, 30, 1, 25, 7, 0, 40, 2]) {
+      for (let i = 0; i < burst; i++) notifier.publish(notice(next++));
+      await settle();
+      release?.();
+      release = undefined;
+      await settle();
+    }
+    const done = notifier.flush();
+    for (let i = 0; i < 20 && release === undefined; i++) await settle();
+    while (release) {
+      const r: () => void = release;
+      release = undefined;
+      r();
+      for (let i = 0; i < 5 && release === undefined; i++) await settle();
+    }
+    await done;
+    const ids = delivered.map((id) => Number(id.slice(1)));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    const { published, dropped, failed } = notifier.stats();
+    expect({ published, failed, total: published + dropped }).toEqual({
+      published: ids.length,
+      failed: 0,
+      total: next,
+    });
+    // The newest are never the ones dropped.
+    expect(ids.at(-1)).toBe(next - 1);
+  });
+
   it("fills in missing types at flush time, before the sinks see the batch", async () => {
     const { sink, batches } = collecting();
     const notifier = new BufferedNotifier({
