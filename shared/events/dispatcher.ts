@@ -570,7 +570,7 @@ const PACE_MAX_MS = 40;
  * A paced claim smaller than this waits PACE_MS before the next one: a tenth of the batch or of
  * the budget, whichever is smaller, so room that frees up one ack at a time is claimed in tens.
  */
-export function pacedMinimum(claimBatch: number, budget: number): number {
+function pacedMinimum(claimBatch: number, budget: number): number {
   return Math.max(1, Math.floor(Math.min(claimBatch, budget > 0 ? budget : claimBatch) / 10));
 }
 

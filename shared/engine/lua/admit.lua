@@ -18,7 +18,7 @@
                                rate token is due (0 for the others)
 ]]
 -- @include bucket
-
+-- @include slices
 
 local tag = string.match(K.running, "^(.*):running$")
 local now = redisNow()
@@ -85,14 +85,8 @@ for i = 3, #ARGV, 2 do
   end
 end
 
--- In slices: Lua's unpack has a limit on arguments.
-local function addAll(key, list)
-  for s = 1, #list, 4000 do
-    redis.call("ZADD", key, unpack(list, s, math.min(s + 3999, #list)))
-  end
-end
 for _, t in pairs(types) do
-  addAll(t.slots, t.adds)
+  callInSlices("ZADD", t.slots, t.adds)
 end
-addAll(K.running, runningAdds)
+callInSlices("ZADD", K.running, runningAdds)
 return out

@@ -7,6 +7,7 @@
 
   Returns the number of slots given back.
 ]]
+-- @include slices
 
 local tag = string.match(K.running, "^(.*):running$")
 -- One ZREM a key for the whole call, not two commands an event.
@@ -20,18 +21,9 @@ for i = 1, #ARGV, 2 do
   list[#list + 1] = ARGV[i + 1]
   members[#members + 1] = ARGV[i + 1]
 end
-local function removeAll(key, list)
-  local removed = 0
-  for s = 1, #list, 4000 do
-    removed = removed + redis.call("ZREM", key, unpack(list, s, math.min(s + 3999, #list)))
-  end
-  return removed
-end
 local freed = 0
 for eventType, list in pairs(byType) do
-  freed = freed + removeAll(tag .. ":slots:" .. eventType, list)
+  freed = freed + callInSlices("ZREM", tag .. ":slots:" .. eventType, list)
 end
-if #members > 0 then
-  removeAll(K.running, members)
-end
+callInSlices("ZREM", K.running, members)
 return freed

@@ -9,13 +9,7 @@ local function shardTag(key)
   return string.match(key, "^(.*):[^:]*$")
 end
 
--- Runs a variadic command over a long list of arguments in slices, since Lua's unpack is bounded.
-local function callInSlices(command, key, args)
-  local slice = 1000
-  for i = 1, #args, slice do
-    redis.call(command, key, unpack(args, i, math.min(i + slice - 1, #args)))
-  end
-end
+-- @include slices
 
 -- @include due
 
