@@ -283,6 +283,15 @@ describe("the tenants' Redis streams (RedisStreamSink, real Redis)", () => {
       notice("sinkb", 1),
       notice("sinka", 2, { transition: "retrying", status: "retrying", error: "boom: 500" }),
       notice("sinka", 3, { transition: "held", status: "scheduled", heldBy: "rate" }),
+      // Every field count the script spells out or builds (10 to 18), and text that is not ASCII.
+      notice("sinka", 4, {
+        transition: "held",
+        status: "retrying",
+        heldBy: "concurrency",
+        error: "Zeitüberschreitung — 超时",
+      }),
+      notice("sinka", 5, { transition: "held", status: "retrying", heldBy: "paused" }),
+      notice("sinka", 6, { runAt: undefined }),
     ];
     await expect(sink.deliver(batch)).resolves.toBe(0);
     const read = async (tenant: string) =>
@@ -294,7 +303,23 @@ describe("the tenants' Redis streams (RedisStreamSink, real Redis)", () => {
       ["s0", "scheduled"],
       ["s2", "retrying"],
       ["s3", "held"],
+      ["s4", "held"],
+      ["s5", "held"],
+      ["s6", "scheduled"],
     ]);
+    expect(a[3]).toMatchObject({
+      status: "retrying",
+      heldBy: "concurrency",
+      error: "Zeitüberschreitung — 超时",
+      runAt: new Date(2_004).toISOString(),
+    });
+    expect(a[4]).toMatchObject({
+      status: "retrying",
+      heldBy: "paused",
+      runAt: new Date(2_005).toISOString(),
+    });
+    expect(a[5]).toMatchObject({ id: "s6", type: "sink.test", attempt: 0 });
+    expect(a[5]!.runAt).toBeUndefined();
     expect(a[1]).toMatchObject({
       error: "boom: 500",
       status: "retrying",
