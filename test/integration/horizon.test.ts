@@ -188,6 +188,9 @@ describe("stats beside the near horizon", () => {
     const cancelled = await hg.events.stats(tenant);
     expect(cancelled).toMatchObject({ farPending: 1, indexSize: 1 });
     expect(cancelled.byStatus).toMatchObject({ scheduled: 2, cancelled: 1 });
+    // The same cancel again answers the cancelled event and counts nothing more.
+    expect((await hg.events.cancel(tenant, "far1")).status).toBe("cancelled");
+    expect((await hg.events.stats(tenant)).byStatus).toMatchObject({ scheduled: 2, cancelled: 1 });
 
     // Rescheduled near: the index holds it now, and it is counted there, not twice.
     await hg.events.reschedule(tenant, "far2", { delaySeconds: 2 });
