@@ -74,6 +74,9 @@ const schema = z.object({
   // Worker processes of `npm start`, each long-polling the work queue (0: the worker runs in the
   // API's process). Unset: one per CPU.
   HOURGLASS_LOCAL_WORKERS: int(0, 64).optional(),
+  // How long the local worker lets an outcome write wait while its queue has a backlog, so the
+  // messages behind start first (shared/local/outcome-gate.ts). 0 writes every outcome at once.
+  HOURGLASS_LOCAL_OUTCOME_TRAIL_MS: int(0, 20_000).default(5_000),
   HOURGLASS_REDIS_CLUSTER: bool.default(false),
   HOURGLASS_KEY_PREFIX: z
     .string()
@@ -305,6 +308,8 @@ export interface HourglassConfig {
     readonly external: readonly ("dynamodb" | "sqs")[];
     /** Worker processes polling the work queue; 0 runs the worker in the API's process. */
     readonly workers: number;
+    /** The longest an outcome write waits behind a queue backlog; 0: never. */
+    readonly outcomeTrailMs: number;
   };
 }
 
@@ -445,6 +450,7 @@ export function loadConfig(
         ...(e.AWS_ENDPOINT_URL || e.AWS_ENDPOINT_URL_SQS ? (["sqs"] as const) : []),
       ],
       workers: e.HOURGLASS_LOCAL_WORKERS ?? availableParallelism(),
+      outcomeTrailMs: e.HOURGLASS_LOCAL_OUTCOME_TRAIL_MS,
     },
   };
 }

@@ -38,8 +38,22 @@ export interface WorkerHooks {
   onStart?(message: DispatchMessage, startedAt: number): void;
 }
 
+/**
+ * Where a finished handler's outcome may wait before it is written (the local runtime's
+ * `TrailingOutcomes`): `hold` resolves when the write may go, never later than `maxWaitMs` from now.
+ */
+export interface OutcomeGate {
+  hold(maxWaitMs: number): Promise<void>;
+}
+
 /** Leave this much of the Lambda's time for the journal and index writes after a handler. */
 const DEADLINE_RESERVE_MS = 2_000;
+
+/**
+ * A held outcome is written at least this long before its run lease ends (or half the lease's
+ * margin, if that is longer), so the write lands before the index could send a copy.
+ */
+const OUTCOME_WRITE_RESERVE_MS = 10_000;
 
 /** Start batches (up to 1,000 events each) a worker has in Redis at once. */
 const STARTS_IN_FLIGHT = 2;
@@ -60,6 +74,7 @@ export class Worker {
   private readonly acks: DataLoader<DispatchMessage, TransitionResult>;
   private readonly admissions: DataLoader<AdmitRequest, Admission> | undefined;
   private readonly frees: DataLoader<AdmitRequest, void> | undefined;
+  private outcomeGate: OutcomeGate | undefined;
 
   constructor(
     private readonly deps: EngineDeps,
@@ -97,8 +112,19 @@ export class Worker {
     }
   }
 
+  /**
+   * Lets outcomes wait at `gate` after their handlers return (the local runtime's consumer, while
+   * its queue has a backlog). Without one, every outcome is written as its handler returns.
+   */
+  trailOutcomes(gate: OutcomeGate): void {
+    this.outcomeGate = gate;
+  }
+
   async process(message: DispatchMessage, deadline = Number.POSITIVE_INFINITY): Promise<WorkResult> {
     const { logger } = this.deps;
+    // When the run lease that a successful start takes begins, at the earliest: the time the
+    // start is planned for (the wait before it only ever overshoots).
+    let askedAt = this.deps.clock() + Math.max(0, message.runAt - this.deps.clock());
     let started = await this.startWhenDue(message, message.runAt - this.deps.clock());
     // EARLY is judged by Redis's clock; timers fire early under load and clocks drift, so wait
     // out what Redis says is left, as often as it takes. Only the Lambda's deadline ends the
@@ -107,6 +133,7 @@ export class Worker {
       const wait = Math.max(1, started.runAt - started.now);
       if (this.deps.clock() + wait > deadline - DEADLINE_RESERVE_MS)
         throw new NotDueBeforeDeadlineError(message);
+      askedAt = this.deps.clock() + wait;
       started = await this.startWhenDue(message, wait);
     }
     if (started.code !== ScriptCode.OK) {
@@ -136,11 +163,21 @@ export class Worker {
       logger.debug("event held back", { event: message.member, heldBy: admission.reason });
       return { outcome: "held", reason: admission.reason };
     }
+    // Every outcome gives the slot back (a held one as soon as its handler returns: the slot
+    // counts handlers running); a crash gives it back when its deadline passes.
+    let freed: Promise<void> | undefined;
+    const free = () => (freed ??= this.frees?.load(slot) ?? Promise.resolve());
+    const { config } = this.deps;
+    const leaseEndsAt = askedAt + config.handlerTimeoutMs + config.runLeaseMarginMs;
+    const holdUntil = leaseEndsAt - Math.max(config.runLeaseMarginMs / 2, OUTCOME_WRITE_RESERVE_MS);
     try {
-      return await this.run(message, started, body, tenant, id, deadline);
+      return await this.run(message, started, body, tenant, id, deadline, async () => {
+        if (!this.outcomeGate) return;
+        await free();
+        await this.outcomeGate.hold(holdUntil - this.deps.clock());
+      });
     } finally {
-      // Every outcome gives the slot back; a crash gives it back when its deadline passes.
-      await this.frees?.load(slot);
+      await free();
     }
   }
 
@@ -151,6 +188,8 @@ export class Worker {
     tenant: string,
     id: string,
     deadline: number,
+    /** Between the handler and its outcome: where a gate may hold the outcome back. */
+    beforeOutcome: () => Promise<void>,
   ): Promise<WorkResult> {
     const { config } = this.deps;
     const attempt = started.attempt;
@@ -164,6 +203,7 @@ export class Worker {
     } else {
       failure = await this.runHandler(body, event, deadline);
     }
+    await beforeOutcome();
     const done = event;
     const result = await (failure === undefined
       ? this.succeed(done, body)

@@ -2,6 +2,7 @@ import { type Message, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/cl
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import type { Logger } from "../logger.ts";
 import { AckBuffer } from "./acks.ts";
+import type { TrailingOutcomes } from "./outcome-gate.ts";
 
 /**
  * What Lambda's SQS event source does, for the local runner: long-polls the queue, hands each
@@ -13,13 +14,17 @@ import { AckBuffer } from "./acks.ts";
  * handed its messages over, and each message holds its slot in `maxInFlight` until its outcome is
  * recorded and its delete queued, not until the slowest message of its receive is done. So one
  * slow message (or one waiting for its due time) holds back neither the messages behind it nor
- * the ones it arrived with.
+ * the ones it arrived with. With `outcomes` (a gate the worker's outcomes wait at while the queue
+ * has a backlog), a message whose handler has returned and whose outcome waits there no longer
+ * holds a slot either: the slots count handlers, and the gate bounds the outcomes it holds.
  */
 export class QueuePoller {
   private running = false;
   private loops: Promise<void>[] = [];
   private readonly handling = new Set<Promise<void>>();
   private readonly acks: AckBuffer;
+  /** Resolved when a slot frees (a message finished, or its outcome went to wait at the gate). */
+  private slotFreed: { promise: Promise<void>; resolve: () => void } | undefined;
   /** Messages received, and messages whose handler failed (left for redelivery). */
   readonly counts = { received: 0, failed: 0 };
 
@@ -35,8 +40,10 @@ export class QueuePoller {
     private readonly concurrency = 4,
     private readonly maxInFlight = 500,
     private readonly waitSeconds = 1,
+    private readonly outcomes?: TrailingOutcomes,
   ) {
     this.acks = new AckBuffer(sqs, queueUrl, logger);
+    if (outcomes) outcomes.onHold = () => this.freeSlot();
   }
 
   /** Messages deleted after their outcome was recorded. */
@@ -53,6 +60,8 @@ export class QueuePoller {
   /** Stops receiving, waits for the messages already received to finish, then for their deletes. */
   async stop(): Promise<void> {
     this.running = false;
+    this.outcomes?.close();
+    this.freeSlot();
     await Promise.all(this.loops);
     await Promise.all(this.handling);
     await this.acks.drain();
@@ -60,22 +69,28 @@ export class QueuePoller {
 
   private async loop(): Promise<void> {
     while (this.running) {
-      if (this.handling.size >= this.maxInFlight) {
-        await Promise.race(this.handling);
+      if (this.handling.size - (this.outcomes?.held ?? 0) >= this.maxInFlight) {
+        this.slotFreed ??= withResolvers();
+        await this.slotFreed.promise;
         continue;
       }
       try {
         const { Messages } = await this.sqs.send(
           new ReceiveMessageCommand({
             QueueUrl: this.queueUrl,
-            MaxNumberOfMessages: 10,
+            MaxNumberOfMessages: RECEIVE_LIMIT,
             WaitTimeSeconds: this.waitSeconds,
             MessageSystemAttributeNames: ["All"],
           }),
         );
+        // A full receive: the queue holds more than this consumer takes, so outcomes may wait.
+        this.outcomes?.backlog((Messages?.length ?? 0) >= RECEIVE_LIMIT);
         for (const message of Messages ?? []) {
           this.counts.received++;
-          const handled: Promise<void> = this.process(message).finally(() => this.handling.delete(handled));
+          const handled: Promise<void> = this.process(message).finally(() => {
+            this.handling.delete(handled);
+            this.freeSlot();
+          });
           this.handling.add(handled);
         }
       } catch (error) {
@@ -84,6 +99,11 @@ export class QueuePoller {
         await new Promise((done) => setTimeout(done, 500));
       }
     }
+  }
+
+  private freeSlot(): void {
+    this.slotFreed?.resolve();
+    this.slotFreed = undefined;
   }
 
   /** Never throws: a message not deleted comes back after its visibility timeout, as with Lambda. */
@@ -98,6 +118,17 @@ export class QueuePoller {
       this.logger.warn("message failed; it will be redelivered", { messageId: message.MessageId, error });
     }
   }
+}
+
+/** SQS hands out at most ten messages a receive. */
+const RECEIVE_LIMIT = 10;
+
+function withResolvers(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => {
+    resolve = done;
+  });
+  return { promise, resolve };
 }
 
 /** A received message in the shape Lambda's SQS event source hands to a function. */

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { createSqsBatchHandler } from "../events/sqs-batch.ts";
 import type { Hourglass } from "../hourglass.ts";
+import { TrailingOutcomes } from "./outcome-gate.ts";
 import { QueuePoller } from "./poller.ts";
 import { WorkerPool, type WorkerPoolOptions } from "./worker-pool.ts";
 import { encodeMainArgs } from "./worker-protocol.ts";
@@ -62,6 +63,8 @@ export function startRuntime(hourglass: Hourglass, options: RuntimeOptions = {})
           logger,
           options.pollers ?? LOCAL_POLLERS,
           options.maxInFlight ?? LOCAL_MAX_IN_FLIGHT,
+          undefined,
+          TrailingOutcomes.for(hourglass.worker, hourglass.config.local.outcomeTrailMs),
         )
       : undefined;
   poller?.start();

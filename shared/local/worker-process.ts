@@ -4,6 +4,7 @@ import type { WorkerHooks } from "../events/worker.ts";
 import type { HandlerDefinition } from "../handlers/registry.ts";
 import { createHourglass, type Hourglass } from "../hourglass.ts";
 import type { Logger } from "../logger.ts";
+import { TrailingOutcomes } from "./outcome-gate.ts";
 import { QueuePoller } from "./poller.ts";
 import { READY, STOP } from "./worker-protocol.ts";
 
@@ -66,6 +67,8 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<v
     logger,
     options.pollers,
     options.maxInFlight,
+    undefined,
+    TrailingOutcomes.for(hourglass.worker, config.local.outcomeTrailMs),
   );
   poller.start();
 
