@@ -5,6 +5,7 @@ import { loadConfig } from "../../shared/config.ts";
 import { createSqsBatchHandler } from "../../shared/events/sqs-batch.ts";
 import { createHourglass } from "../../shared/hourglass.ts";
 import { apiDeps, createApp } from "../../shared/http/app.ts";
+import { TrailingOutcomes } from "../../shared/local/outcome-gate.ts";
 import { QueuePoller } from "../../shared/local/poller.ts";
 
 /**
@@ -52,6 +53,9 @@ if (role === "api") {
     hourglass.logger,
     4,
     500,
+    undefined,
+    // As npm start's workers run (with the soak's short run lease nothing waits; see the gate).
+    TrailingOutcomes.for(hourglass.worker, config.local.outcomeTrailMs, 500),
   );
   poller.start();
   stops.push(() => poller.stop());

@@ -40,10 +40,11 @@ export interface WorkerHooks {
 
 /**
  * Where a finished handler's outcome may wait before it is written (the local runtime's
- * `TrailingOutcomes`): `hold` resolves when the write may go, never later than `maxWaitMs` from now.
+ * `TrailingOutcomes`): `hold` resolves when the write may go, never later than `maxWaitMs` from now,
+ * with the callback to call once the outcome is recorded (or its recording failed).
  */
 export interface OutcomeGate {
-  hold(maxWaitMs: number): Promise<void>;
+  hold(maxWaitMs: number): Promise<() => void>;
 }
 
 /** Leave this much of the Lambda's time for the journal and index writes after a handler. */
@@ -172,9 +173,11 @@ export class Worker {
     const holdUntil = leaseEndsAt - Math.max(config.runLeaseMarginMs / 2, OUTCOME_WRITE_RESERVE_MS);
     try {
       return await this.run(message, started, body, tenant, id, deadline, async () => {
-        if (!this.outcomeGate) return;
-        await free();
-        await this.outcomeGate.hold(holdUntil - this.deps.clock());
+        if (!this.outcomeGate) return undefined;
+        // Not thrown here: a failed free must not cost the outcome (the handler would run again).
+        // The `finally` below awaits the same call and reports it once the outcome is recorded.
+        await free().catch(() => {});
+        return this.outcomeGate.hold(holdUntil - this.deps.clock());
       });
     } finally {
       await free();
@@ -188,8 +191,11 @@ export class Worker {
     tenant: string,
     id: string,
     deadline: number,
-    /** Between the handler and its outcome: where a gate may hold the outcome back. */
-    beforeOutcome: () => Promise<void>,
+    /**
+     * Between the handler and its outcome: where a gate may hold the outcome back. Resolves with
+     * what to call once the outcome is recorded.
+     */
+    beforeOutcome: () => Promise<(() => void) | undefined>,
   ): Promise<WorkResult> {
     const { config } = this.deps;
     const attempt = started.attempt;
@@ -203,11 +209,19 @@ export class Worker {
     } else {
       failure = await this.runHandler(body, event, deadline);
     }
-    await beforeOutcome();
+    // The outcome's time is the handler's end, not the end of a wait at the gate: a retry's backoff
+    // and a finish time do not grow with another tenant's backlog.
+    const endedAt = this.deps.clock();
+    const recorded = await beforeOutcome();
     const done = event;
-    const result = await (failure === undefined
-      ? this.succeed(done, body)
-      : this.fail(done, body, maxAttempts, failure));
+    let result: WorkResult;
+    try {
+      result = await (failure === undefined
+        ? this.succeed(done, body, endedAt)
+        : this.fail(done, body, maxAttempts, failure, endedAt));
+    } finally {
+      recorded?.();
+    }
     // succeed and fail never hold an event back; only `process` does, before the handler.
     this.deps.metrics?.finished(tenant, body.type, result.outcome as Exclude<WorkOutcome, "held">);
     return result;
@@ -286,9 +300,8 @@ export class Worker {
     return JSON.parse(payloadJsonOf(item)) as unknown;
   }
 
-  private async succeed(done: Done, body: DecodedBody): Promise<WorkResult> {
-    const { journal, clock, logger } = this.deps;
-    const finishedAt = clock();
+  private async succeed(done: Done, body: DecodedBody, finishedAt: number): Promise<WorkResult> {
+    const { journal, logger } = this.deps;
     if (
       journal &&
       !(await this.recorded(
@@ -325,6 +338,7 @@ export class Worker {
     body: DecodedBody,
     maxAttempts: number,
     error: unknown,
+    endedAt: number,
   ): Promise<WorkResult> {
     const { journal, index, clock, config, logger } = this.deps;
     const reason = describeError(error);
@@ -332,7 +346,7 @@ export class Worker {
     // The platform failed, not the handler: retried with backoff, and the attempt is given back.
     const refund = error instanceof DependencyUnavailableError;
     if (refund || (!(error instanceof NonRetryableError) && done.attempt < maxAttempts)) {
-      const nextRunAt = now + backoffDelay(done.attempt, body.backoff, config.retry);
+      const nextRunAt = endedAt + backoffDelay(done.attempt, body.backoff, config.retry);
       const attempts = refund ? done.attempt - 1 : done.attempt;
       if (
         journal &&
@@ -398,16 +412,19 @@ export class Worker {
     }
     if (
       journal &&
-      !(await this.recorded(() => journal.markDead(done.tenant, done.id, done.attempt, reason, now), done))
+      !(await this.recorded(
+        () => journal.markDead(done.tenant, done.id, done.attempt, reason, endedAt),
+        done,
+      ))
     ) {
       return alreadyFinished(done);
     }
     if (journal) notify(this.deps, "dead", { ...done, type: body.type, error: reason });
-    const buried = await index.bury(done.message, now);
+    const buried = await index.bury(done.message, endedAt);
     if (!journal && buried.code === ScriptCode.OK)
       notify(this.deps, "dead", { ...done, type: body.type, error: reason });
     if (journal || buried.code === ScriptCode.OK)
-      await this.callBack(body, "dead", { ...done, error: reason, finishedAt: now });
+      await this.callBack(body, "dead", { ...done, error: reason, finishedAt: endedAt });
     logger.error("event dead-lettered", { id: done.id, attempt: done.attempt, error: reason });
     return { outcome: "dead", reason, attempt: done.attempt, lateMs: done.lateMs };
   }

@@ -1,15 +1,43 @@
 import type { OutcomeGate, Worker } from "../events/worker.ts";
 
+/** What the gate is tuned by; every field has a default. */
+export interface TrailingOutcomesOptions {
+  /**
+   * The longest an outcome waits, whatever the queue does.
+   * @default 5_000
+   */
+  readonly maxDelayMs?: number;
+  /**
+   * Outcomes held at once; beyond it an outcome is written at once, which bounds the memory and
+   * the messages in flight.
+   * @default 5_000
+   */
+  readonly maxHeld?: number;
+  /**
+   * Outcomes being written at once once they flow (the SDK's sockets: more only queue inside it,
+   * after it has already spent the CPU to build and sign them).
+   * @default 32
+   */
+  readonly maxWriting?: number;
+  /**
+   * Outcomes wait while more handlers than this run, so the handlers in flight (a burst of
+   * webhooks being sent) finish before the writes take the CPU.
+   * @default 32
+   */
+  readonly runningLowWater?: number;
+}
+
 /**
  * Lets outcome writes trail the handlers while the work queue has a backlog, in the local
  * runtime's worker. One process is the queue's consumer, every handler and the outcome writes
  * (a conditional `UpdateItem` each, about a millisecond of the SDK's CPU here, and twice that of
  * DynamoDB Local's). When thousands of messages are due at once, writing each outcome as soon as
  * its handler returns spends that CPU while later messages wait to start. So while receives come
- * back full (the queue holds more than the consumer takes), a finished handler's outcome waits,
- * and its message stops counting against the consumer's `maxInFlight`: the next message starts.
- * The outcomes go as soon as a receive comes back short (the backlog is gone), when the gate
- * closes, or when they have waited `maxDelayMs`, whichever comes first.
+ * back full (the queue holds more than the consumer takes) or many handlers still run, a finished
+ * handler's outcome waits, and its message stops counting against the consumer's `maxInFlight`:
+ * the next message starts. Once the backlog is gone and the handlers have (nearly) finished, the
+ * outcomes go in the order they came, `maxWriting` at a time; each also goes when it has waited
+ * `maxDelayMs`, or when the gate closes.
  *
  * What a wait costs, and why it is bounded: the event stays `running` in the index (its run
  * lease) and its message stays in flight until the outcome is written. The worker never asks to
@@ -23,51 +51,72 @@ import type { OutcomeGate, Worker } from "../events/worker.ts";
  */
 export class TrailingOutcomes implements OutcomeGate {
   /** The gate for `worker` when `trailMs` (config `local.outcomeTrailMs`) allows waits at all. */
-  static for(worker: Worker, trailMs: number): TrailingOutcomes | undefined {
+  static for(worker: Worker, trailMs: number, maxInFlight: number): TrailingOutcomes | undefined {
     if (trailMs <= 0) return undefined;
-    const gate = new TrailingOutcomes(trailMs);
+    // At most as many held as running: a crash during a backlog runs again at most twice the
+    // handlers it would have without the gate (each came back unrecorded either way).
+    const gate = new TrailingOutcomes({ maxDelayMs: trailMs, maxHeld: maxInFlight });
     worker.trailOutcomes(gate);
     return gate;
   }
 
   private backlogged = false;
   private closed = false;
+  /** Held outcomes, oldest first (a Set iterates in insertion order). */
   private readonly waiters = new Set<() => void>();
+  private writingNow = 0;
+  private readonly maxDelayMs: number;
+  private readonly maxHeld: number;
+  private readonly maxWriting: number;
+  private readonly runningLowWater: number;
   /** The consumer's: called when an outcome starts to wait (its message's slot is free). */
   onHold: (() => void) | undefined;
+  /** The consumer's: the messages it holds now (starting, running, held or being written). */
+  inFlight: () => number = () => 0;
 
-  /**
-   * @param maxDelayMs the longest an outcome waits for the backlog to clear
-   * @param maxHeld outcomes held at once; beyond it an outcome is written at once, which bounds the
-   *   memory and the messages in flight (`maxInFlight` plus this)
-   */
-  constructor(
-    private readonly maxDelayMs = 5_000,
-    private readonly maxHeld = 5_000,
-  ) {}
+  constructor(options: TrailingOutcomesOptions = {}) {
+    this.maxDelayMs = options.maxDelayMs ?? 5_000;
+    this.maxHeld = options.maxHeld ?? 5_000;
+    this.maxWriting = options.maxWriting ?? 32;
+    this.runningLowWater = options.runningLowWater ?? 32;
+  }
 
   /** Outcomes waiting now: their handlers are done, their writes not started. */
   get held(): number {
     return this.waiters.size;
   }
 
+  /** Outcomes let go and not yet recorded. */
+  get writing(): number {
+    return this.writingNow;
+  }
+
   /** The consumer's report after each receive: `true` when it came back full. */
   backlog(full: boolean): void {
     this.backlogged = full;
-    if (!full) this.releaseAll();
+    this.pump();
   }
 
-  /** Waits while there is a backlog, at most `maxWaitMs` (the worker's bound) and `maxDelayMs`. */
-  hold(maxWaitMs: number): Promise<void> {
+  /** The consumer's word that a message finished without an outcome to write (dropped, parked). */
+  poke(): void {
+    this.pump();
+  }
+
+  /**
+   * Waits while the consumer is busy, at most `maxWaitMs` (the worker's bound) and `maxDelayMs`.
+   * Resolves with the callback to call once the outcome is recorded.
+   */
+  hold(maxWaitMs: number): Promise<() => void> {
     const wait = Math.min(this.maxDelayMs, maxWaitMs);
-    if (!this.backlogged || this.closed || wait <= 0 || this.waiters.size >= this.maxHeld) {
-      return Promise.resolve();
+    const mayGoNow = this.waiters.size === 0 && this.flowing() && this.writingNow < this.maxWriting;
+    if (this.closed || wait <= 0 || mayGoNow || this.waiters.size >= this.maxHeld) {
+      return Promise.resolve(this.startWriting());
     }
     return new Promise((resolve) => {
       const release = () => {
         clearTimeout(timer);
         this.waiters.delete(release);
-        resolve();
+        resolve(this.startWriting());
       };
       const timer = setTimeout(release, wait);
       this.waiters.add(release);
@@ -75,13 +124,40 @@ export class TrailingOutcomes implements OutcomeGate {
     });
   }
 
-  /** Writes everything held and holds nothing from now on (the consumer is stopping). */
-  close(): void {
-    this.closed = true;
-    this.releaseAll();
+  /** Holds again after a `close` (the consumer started again). */
+  open(): void {
+    this.closed = false;
   }
 
-  private releaseAll(): void {
+  /** Writes everything held and holds nothing until `open` (the consumer is stopping). */
+  close(): void {
+    this.closed = true;
     for (const release of [...this.waiters]) release();
+  }
+
+  /** No backlog, and few enough handlers running that the writes may have the CPU. */
+  private flowing(): boolean {
+    if (this.closed) return true;
+    const running = this.inFlight() - this.waiters.size - this.writingNow;
+    return !this.backlogged && running <= this.runningLowWater;
+  }
+
+  private startWriting(): () => void {
+    this.writingNow++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.writingNow--;
+      this.pump();
+    };
+  }
+
+  /** Lets the oldest held outcomes go while the consumer is not busy, `maxWriting` at a time. */
+  private pump(): void {
+    while (this.waiters.size > 0 && this.writingNow < this.maxWriting && this.flowing()) {
+      const [oldest] = this.waiters;
+      oldest!();
+    }
   }
 }

@@ -16,7 +16,8 @@ import type { TrailingOutcomes } from "./outcome-gate.ts";
  * slow message (or one waiting for its due time) holds back neither the messages behind it nor
  * the ones it arrived with. With `outcomes` (a gate the worker's outcomes wait at while the queue
  * has a backlog), a message whose handler has returned and whose outcome waits there no longer
- * holds a slot either: the slots count handlers, and the gate bounds the outcomes it holds.
+ * holds a slot either: the slots count handlers and outcomes being written, and the gate bounds
+ * the outcomes it holds.
  */
 export class QueuePoller {
   private running = false;
@@ -43,7 +44,10 @@ export class QueuePoller {
     private readonly outcomes?: TrailingOutcomes,
   ) {
     this.acks = new AckBuffer(sqs, queueUrl, logger);
-    if (outcomes) outcomes.onHold = () => this.freeSlot();
+    if (outcomes) {
+      outcomes.onHold = () => this.freeSlot();
+      outcomes.inFlight = () => this.handling.size;
+    }
   }
 
   /** Messages deleted after their outcome was recorded. */
@@ -54,6 +58,7 @@ export class QueuePoller {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.outcomes?.open();
     this.loops = Array.from({ length: this.concurrency }, () => this.loop());
   }
 
@@ -69,7 +74,7 @@ export class QueuePoller {
 
   private async loop(): Promise<void> {
     while (this.running) {
-      if (this.handling.size - (this.outcomes?.held ?? 0) >= this.maxInFlight) {
+      if (this.busySlots() >= this.maxInFlight) {
         this.slotFreed ??= withResolvers();
         await this.slotFreed.promise;
         continue;
@@ -90,15 +95,23 @@ export class QueuePoller {
           const handled: Promise<void> = this.process(message).finally(() => {
             this.handling.delete(handled);
             this.freeSlot();
+            this.outcomes?.poke();
           });
           this.handling.add(handled);
         }
       } catch (error) {
+        // No word on the queue: the outcomes need not wait for one.
+        this.outcomes?.backlog(false);
         if (!this.running) return;
         this.logger.warn("queue poll failed; retrying", { error });
         await new Promise((done) => setTimeout(done, 500));
       }
     }
+  }
+
+  /** Messages starting, in their handlers, or being recorded: held outcomes are not. */
+  private busySlots(): number {
+    return this.handling.size - (this.outcomes?.held ?? 0);
   }
 
   private freeSlot(): void {

@@ -64,7 +64,11 @@ export function startRuntime(hourglass: Hourglass, options: RuntimeOptions = {})
           options.pollers ?? LOCAL_POLLERS,
           options.maxInFlight ?? LOCAL_MAX_IN_FLIGHT,
           undefined,
-          TrailingOutcomes.for(hourglass.worker, hourglass.config.local.outcomeTrailMs),
+          TrailingOutcomes.for(
+            hourglass.worker,
+            hourglass.config.local.outcomeTrailMs,
+            options.maxInFlight ?? LOCAL_MAX_IN_FLIGHT,
+          ),
         )
       : undefined;
   poller?.start();

@@ -68,7 +68,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<v
     options.pollers,
     options.maxInFlight,
     undefined,
-    TrailingOutcomes.for(hourglass.worker, config.local.outcomeTrailMs),
+    TrailingOutcomes.for(hourglass.worker, config.local.outcomeTrailMs, options.maxInFlight),
   );
   poller.start();
 

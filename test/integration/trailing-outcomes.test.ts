@@ -37,7 +37,7 @@ describe("outcomes that trail their handlers", () => {
     const tenant = freshTenant("trail");
     const n = 12;
     const maxInFlight = 3;
-    const gate = new TrailingOutcomes(60_000);
+    const gate = new TrailingOutcomes({ maxDelayMs: 60_000 });
     const bounds: number[] = [];
     const hold = gate.hold.bind(gate);
     gate.hold = (maxWaitMs) => {
@@ -95,6 +95,7 @@ describe("outcomes that trail their handlers", () => {
         expect(bound).toBeLessThanOrEqual(45_000);
       }
 
+      const releasedAt = Date.now();
       report(false);
       await eventually(
         async () => (poller.deleted === n + parked ? true : undefined),
@@ -102,7 +103,10 @@ describe("outcomes that trail their handlers", () => {
         "every delete",
       );
       for (const id of ids) {
-        expect((await hg.journal!.get(tenant, id))?.status).toBe("succeeded");
+        const item = await hg.journal!.get(tenant, id);
+        expect(item?.status).toBe("succeeded");
+        // Finished when its handler returned, not when the gate let the write go.
+        expect(item?.finishedAt).toBeLessThan(releasedAt);
       }
       expect(gate.held).toBe(0);
       expect(ran.filter((id) => ids.includes(id))).toHaveLength(n); // each ran once
@@ -117,7 +121,7 @@ describe("outcomes that trail their handlers", () => {
 
   it("are all written when the consumer stops, backlog or not", async () => {
     const tenant = freshTenant("stop");
-    const gate = new TrailingOutcomes(60_000);
+    const gate = new TrailingOutcomes({ maxDelayMs: 60_000 });
     gate.backlog(true);
     gate.backlog = () => {};
     hg.worker.trailOutcomes(gate);

@@ -3,7 +3,8 @@ import { TrailingOutcomes } from "../../shared/local/outcome-gate.ts";
 
 /**
  * The local worker's outcome gate on its own: an outcome waits only while the consumer reports a
- * backlog, and never longer than the worker's bound, the gate's delay, or the gate's life.
+ * backlog or many handlers still run, never longer than the worker's bound, the gate's delay or
+ * the gate's life, and held outcomes go oldest first, `maxWriting` at a time.
  */
 beforeEach(() => {
   vi.useFakeTimers();
@@ -12,87 +13,127 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-/** Whether `promise` has settled once pending callbacks and timers up to now have run. */
-async function settled(promise: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  void promise.then(() => {
-    done = true;
+/** The callback `promise` resolved with, once pending callbacks and timers up to now have run. */
+async function settled<T>(promise: Promise<T>): Promise<T | undefined> {
+  let value: T | undefined;
+  void promise.then((v) => {
+    value = v;
   });
   await vi.advanceTimersByTimeAsync(0);
-  return done;
+  return value;
 }
 
 describe("TrailingOutcomes", () => {
-  it("lets an outcome go at once when the queue has no backlog", async () => {
-    const gate = new TrailingOutcomes(5_000);
-    expect(await settled(gate.hold(10_000))).toBe(true);
-    gate.backlog(false);
-    expect(await settled(gate.hold(10_000))).toBe(true);
+  it("lets an outcome go at once when the consumer is not busy, and counts it until it is recorded", async () => {
+    const gate = new TrailingOutcomes();
+    const recorded = await settled(gate.hold(10_000));
+    expect(recorded).toBeTypeOf("function");
+    expect(gate.writing).toBe(1);
+    recorded!();
+    recorded!(); // a second call changes nothing
+    expect(gate.writing).toBe(0);
     expect(gate.held).toBe(0);
   });
 
-  it("holds outcomes during a backlog and lets them all go when a receive comes back short", async () => {
-    const gate = new TrailingOutcomes(5_000);
+  it("holds outcomes during a backlog, then lets them go oldest first, maxWriting at a time", async () => {
+    const gate = new TrailingOutcomes({ maxWriting: 2 });
     const holds: number[] = [];
     gate.onHold = () => holds.push(gate.held);
     gate.backlog(true);
-    const waiting = [gate.hold(10_000), gate.hold(10_000), gate.hold(10_000)];
-    expect(await settled(Promise.all(waiting))).toBe(false);
-    expect(gate.held).toBe(3);
-    expect(holds).toEqual([1, 2, 3]);
-    gate.backlog(true); // still full: nothing moves
+    const order: number[] = [];
+    const waiting = [0, 1, 2, 3].map((i) =>
+      gate.hold(10_000).then((recorded) => {
+        order.push(i);
+        return recorded;
+      }),
+    );
     await vi.advanceTimersByTimeAsync(1_000);
-    expect(gate.held).toBe(3);
+    expect(gate.held).toBe(4);
+    expect(holds).toEqual([1, 2, 3, 4]);
+    gate.backlog(true); // still full: nothing moves
+    await vi.advanceTimersByTimeAsync(0);
+    expect(order).toEqual([]);
     gate.backlog(false);
-    expect(await settled(Promise.all(waiting))).toBe(true);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(order).toEqual([0, 1]);
+    expect(gate.writing).toBe(2);
+    (await waiting[0]!)();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(order).toEqual([0, 1, 2]);
+    (await waiting[1]!)();
+    (await waiting[2]!)();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(order).toEqual([0, 1, 2, 3]);
     expect(gate.held).toBe(0);
   });
 
+  it("holds outcomes while many handlers still run, backlog or not", async () => {
+    const gate = new TrailingOutcomes({ runningLowWater: 2 });
+    let inFlight = 10;
+    gate.inFlight = () => inFlight;
+    const first = gate.hold(10_000);
+    expect(await settled(first)).toBeUndefined();
+    expect(gate.held).toBe(1);
+    inFlight = 4; // this one held, three running
+    gate.poke();
+    expect(await settled(first)).toBeUndefined();
+    inFlight = 3; // two running: at the low-water mark
+    gate.poke();
+    expect(await settled(first)).toBeTypeOf("function");
+  });
+
   it("never holds past the worker's bound nor its own delay", async () => {
-    const gate = new TrailingOutcomes(2_000);
+    const gate = new TrailingOutcomes({ maxDelayMs: 2_000 });
     gate.backlog(true);
     const short = gate.hold(300);
     const long = gate.hold(60_000);
     await vi.advanceTimersByTimeAsync(299);
-    expect(await settled(short)).toBe(false);
+    expect(await settled(short)).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);
-    expect(await settled(short)).toBe(true);
+    expect(await settled(short)).toBeTypeOf("function");
     await vi.advanceTimersByTimeAsync(1_699);
-    expect(await settled(long)).toBe(false);
+    expect(await settled(long)).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);
-    expect(await settled(long)).toBe(true);
+    expect(await settled(long)).toBeTypeOf("function");
     // No time left in the run lease: written at once, backlog or not.
-    expect(await settled(gate.hold(0))).toBe(true);
-    expect(await settled(gate.hold(-50))).toBe(true);
+    expect(await settled(gate.hold(0))).toBeTypeOf("function");
+    expect(await settled(gate.hold(-50))).toBeTypeOf("function");
     expect(gate.held).toBe(0);
   });
 
   it("holds at most maxHeld outcomes; the rest are written at once", async () => {
-    const gate = new TrailingOutcomes(5_000, 2);
+    const gate = new TrailingOutcomes({ maxHeld: 2 });
     gate.backlog(true);
     const first = [gate.hold(10_000), gate.hold(10_000)];
-    expect(await settled(gate.hold(10_000))).toBe(true);
+    expect(await settled(gate.hold(10_000))).toBeTypeOf("function");
     expect(gate.held).toBe(2);
-    expect(await settled(Promise.all(first))).toBe(false);
+    expect(await settled(Promise.race(first))).toBeUndefined();
   });
 
   it("lets everything go when it closes, and holds nothing after", async () => {
-    const gate = new TrailingOutcomes(5_000);
+    const gate = new TrailingOutcomes({ maxWriting: 1 });
     gate.backlog(true);
-    const waiting = gate.hold(10_000);
+    const waiting = [gate.hold(10_000), gate.hold(10_000)];
     gate.close();
-    expect(await settled(waiting)).toBe(true);
+    expect(await settled(Promise.all(waiting))).toHaveLength(2);
     gate.backlog(true);
-    expect(await settled(gate.hold(10_000))).toBe(true);
+    expect(await settled(gate.hold(10_000))).toBeTypeOf("function");
     expect(gate.held).toBe(0);
   });
 
   it("is not made for a worker when trailing is off", () => {
     const worker = { trailOutcomes: vi.fn() };
-    expect(TrailingOutcomes.for(worker as never, 0)).toBeUndefined();
+    expect(TrailingOutcomes.for(worker as never, 0, 100)).toBeUndefined();
     expect(worker.trailOutcomes).not.toHaveBeenCalled();
-    const gate = TrailingOutcomes.for(worker as never, 3_000);
+    const gate = TrailingOutcomes.for(worker as never, 3_000, 2);
     expect(gate).toBeInstanceOf(TrailingOutcomes);
+    // It holds as many outcomes as the consumer runs messages, no more.
+    gate!.backlog(true);
+    void gate!.hold(10_000);
+    void gate!.hold(10_000);
+    void gate!.hold(10_000);
+    expect(gate!.held).toBe(2);
+    gate!.close();
     expect(worker.trailOutcomes).toHaveBeenCalledWith(gate);
   });
 });
