@@ -76,6 +76,7 @@ export class Worker {
   private readonly admissions: DataLoader<AdmitRequest, Admission> | undefined;
   private readonly frees: DataLoader<AdmitRequest, void> | undefined;
   private outcomeGate: OutcomeGate | undefined;
+  private handlersRunning = 0;
 
   constructor(
     private readonly deps: EngineDeps,
@@ -111,6 +112,11 @@ export class Worker {
         return requests.map(() => undefined);
       }, batching);
     }
+  }
+
+  /** Handlers running now (not messages waiting for their due time, nor outcomes being recorded). */
+  get running(): number {
+    return this.handlersRunning;
   }
 
   /**
@@ -267,6 +273,7 @@ export class Worker {
     const aborted = new Promise<never>((_, reject) =>
       controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true }),
     );
+    this.handlersRunning++;
     try {
       await Promise.race([
         handler.run(payload.data, {
@@ -284,6 +291,7 @@ export class Worker {
     } catch (error) {
       return error ?? new Error("handler threw a falsy value");
     } finally {
+      this.handlersRunning--;
       clearTimeout(timer);
     }
   }

@@ -1,5 +1,8 @@
 import type { OutcomeGate, Worker } from "../events/worker.ts";
 
+/** Outcomes `TrailingOutcomes.for` lets wait per slot of the consumer's `maxInFlight`. */
+const HELD_PER_SLOT = 4;
+
 /** What the gate is tuned by; every field has a default. */
 export interface TrailingOutcomesOptions {
   /**
@@ -20,8 +23,9 @@ export interface TrailingOutcomesOptions {
    */
   readonly maxWriting?: number;
   /**
-   * Outcomes wait while more handlers than this run, so the handlers in flight (a burst of
-   * webhooks being sent) finish before the writes take the CPU.
+   * Outcomes wait while more handlers than this run (not counting messages that wait for their
+   * due time), so the handlers in flight (a burst of webhooks being sent) finish before the
+   * writes take the CPU.
    * @default 32
    */
   readonly runningLowWater?: number;
@@ -53,9 +57,12 @@ export class TrailingOutcomes implements OutcomeGate {
   /** The gate for `worker` when `trailMs` (config `local.outcomeTrailMs`) allows waits at all. */
   static for(worker: Worker, trailMs: number, maxInFlight: number): TrailingOutcomes | undefined {
     if (trailMs <= 0) return undefined;
-    // At most as many held as running: a crash during a backlog runs again at most twice the
-    // handlers it would have without the gate (each came back unrecorded either way).
-    const gate = new TrailingOutcomes({ maxDelayMs: trailMs, maxHeld: maxInFlight });
+    // Four times as many held as running: enough for a burst of four times the consumer's slots
+    // (2,000 webhooks on two workers of 500) to start before any write. A crash during a backlog
+    // then runs again up to five times the handlers it would have without the gate, each of
+    // which came back unrecorded either way (at least once).
+    const gate = new TrailingOutcomes({ maxDelayMs: trailMs, maxHeld: HELD_PER_SLOT * maxInFlight });
+    gate.running = () => worker.running;
     worker.trailOutcomes(gate);
     return gate;
   }
@@ -71,8 +78,8 @@ export class TrailingOutcomes implements OutcomeGate {
   private readonly runningLowWater: number;
   /** The consumer's: called when an outcome starts to wait (its message's slot is free). */
   onHold: (() => void) | undefined;
-  /** The consumer's: the messages it holds now (starting, running, held or being written). */
-  inFlight: () => number = () => 0;
+  /** Handlers running now (the worker's count; `for` wires it). */
+  running: () => number = () => 0;
 
   constructor(options: TrailingOutcomesOptions = {}) {
     this.maxDelayMs = options.maxDelayMs ?? 5_000;
@@ -112,7 +119,7 @@ export class TrailingOutcomes implements OutcomeGate {
     if (this.closed || wait <= 0 || mayGoNow || this.waiters.size >= this.maxHeld) {
       return Promise.resolve(this.startWriting());
     }
-    return new Promise((resolve) => {
+    const held = new Promise<() => void>((resolve) => {
       const release = () => {
         clearTimeout(timer);
         this.waiters.delete(release);
@@ -122,6 +129,9 @@ export class TrailingOutcomes implements OutcomeGate {
       this.waiters.add(release);
       this.onHold?.();
     });
+    // This handler's end may be what brought the running count down to the low-water mark.
+    this.pump();
+    return held;
   }
 
   /** Holds again after a `close` (the consumer started again). */
@@ -138,8 +148,7 @@ export class TrailingOutcomes implements OutcomeGate {
   /** No backlog, and few enough handlers running that the writes may have the CPU. */
   private flowing(): boolean {
     if (this.closed) return true;
-    const running = this.inFlight() - this.waiters.size - this.writingNow;
-    return !this.backlogged && running <= this.runningLowWater;
+    return !this.backlogged && this.running() <= this.runningLowWater;
   }
 
   private startWriting(): () => void {

@@ -44,10 +44,7 @@ export class QueuePoller {
     private readonly outcomes?: TrailingOutcomes,
   ) {
     this.acks = new AckBuffer(sqs, queueUrl, logger);
-    if (outcomes) {
-      outcomes.onHold = () => this.freeSlot();
-      outcomes.inFlight = () => this.handling.size;
-    }
+    if (outcomes) outcomes.onHold = () => this.freeSlot();
   }
 
   /** Messages deleted after their outcome was recorded. */

@@ -69,17 +69,33 @@ describe("TrailingOutcomes", () => {
 
   it("holds outcomes while many handlers still run, backlog or not", async () => {
     const gate = new TrailingOutcomes({ runningLowWater: 2 });
-    let inFlight = 10;
-    gate.inFlight = () => inFlight;
+    let running = 10;
+    gate.running = () => running;
     const first = gate.hold(10_000);
     expect(await settled(first)).toBeUndefined();
     expect(gate.held).toBe(1);
-    inFlight = 4; // this one held, three running
+    running = 3;
     gate.poke();
     expect(await settled(first)).toBeUndefined();
-    inFlight = 3; // two running: at the low-water mark
+    running = 2; // at the low-water mark
     gate.poke();
     expect(await settled(first)).toBeTypeOf("function");
+  });
+
+  it("lets held outcomes go when the last busy handler's own outcome arrives, oldest first", async () => {
+    const gate = new TrailingOutcomes({ runningLowWater: 0 });
+    let running = 2;
+    gate.running = () => running;
+    const order: string[] = [];
+    void gate.hold(10_000).then(() => order.push("first"));
+    running = 1;
+    void gate.hold(10_000).then(() => order.push("second"));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(order).toEqual([]);
+    running = 0; // the last handler returned; its outcome is the next hold, nothing else pokes
+    void gate.hold(10_000).then(() => order.push("third"));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(order).toEqual(["first", "second", "third"]);
   });
 
   it("never holds past the worker's bound nor its own delay", async () => {
@@ -122,18 +138,17 @@ describe("TrailingOutcomes", () => {
   });
 
   it("is not made for a worker when trailing is off", () => {
-    const worker = { trailOutcomes: vi.fn() };
+    const worker = { trailOutcomes: vi.fn(), running: 7 };
     expect(TrailingOutcomes.for(worker as never, 0, 100)).toBeUndefined();
     expect(worker.trailOutcomes).not.toHaveBeenCalled();
     const gate = TrailingOutcomes.for(worker as never, 3_000, 2);
     expect(gate).toBeInstanceOf(TrailingOutcomes);
-    // It holds as many outcomes as the consumer runs messages, no more.
+    // It holds four outcomes per slot of the consumer, no more.
     gate!.backlog(true);
-    void gate!.hold(10_000);
-    void gate!.hold(10_000);
-    void gate!.hold(10_000);
-    expect(gate!.held).toBe(2);
+    for (let i = 0; i < 9; i++) void gate!.hold(10_000);
+    expect(gate!.held).toBe(8);
     gate!.close();
     expect(worker.trailOutcomes).toHaveBeenCalledWith(gate);
+    expect(gate!.running()).toBe(7); // the worker's count of handlers running
   });
 });
