@@ -131,7 +131,7 @@ export class Worker {
     const { logger } = this.deps;
     // When the run lease that a successful start takes begins, at the earliest: the time the
     // start is planned for (the wait before it only ever overshoots).
-    let askedAt = this.deps.clock() + Math.max(0, message.runAt - this.deps.clock());
+    let askedAt = Math.max(this.deps.clock(), message.runAt);
     let started = await this.startWhenDue(message, message.runAt - this.deps.clock());
     // EARLY is judged by Redis's clock; timers fire early under load and clocks drift, so wait
     // out what Redis says is left, as often as it takes. Only the Lambda's deadline ends the

@@ -104,11 +104,6 @@ export class TrailingOutcomes implements OutcomeGate {
     this.pump();
   }
 
-  /** The consumer's word that a message finished without an outcome to write (dropped, parked). */
-  poke(): void {
-    this.pump();
-  }
-
   /**
    * Waits while the consumer is busy, at most `maxWaitMs` (the worker's bound) and `maxDelayMs`.
    * Resolves with the callback to call once the outcome is recorded.

@@ -92,7 +92,6 @@ export class QueuePoller {
           const handled: Promise<void> = this.process(message).finally(() => {
             this.handling.delete(handled);
             this.freeSlot();
-            this.outcomes?.poke();
           });
           this.handling.add(handled);
         }

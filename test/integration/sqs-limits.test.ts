@@ -5,11 +5,9 @@ import {
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSqsClient } from "../../shared/aws.ts";
-import { createSqsBatchHandler } from "../../shared/events/sqs-batch.ts";
-import { QueuePoller } from "../../shared/local/poller.ts";
-import { silentLogger } from "../../shared/logger.ts";
 import { type DispatchMessage, decodeMessage } from "../../shared/model/message.ts";
 import { SqsTransport } from "../../shared/transport/sqs.ts";
+import { startConsumer } from "../support/consumer.ts";
 import { engine, freshTenant } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
@@ -122,15 +120,7 @@ describe("sending to SQS within its real limits", () => {
       payload: { label },
       delaySeconds: 0,
     });
-    const poller = new QueuePoller(
-      hg.sqs,
-      hg.queueUrl!,
-      createSqsBatchHandler(hg.worker, silentLogger),
-      silentLogger,
-      1,
-      10,
-    );
-    poller.start();
+    const poller = startConsumer(hg, { pollers: 1, maxInFlight: 10 });
     try {
       // No dispatcher runs here: only the send at create can deliver it before the 30 s lease.
       await eventually(

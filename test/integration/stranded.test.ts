@@ -4,12 +4,10 @@ import { ScriptCode } from "../../shared/engine/codes.ts";
 import { memberOf } from "../../shared/engine/keys.ts";
 import type { StartResult } from "../../shared/engine/redis-index.ts";
 import { RESEND_AFTER_MS } from "../../shared/events/send.ts";
-import { createSqsBatchHandler } from "../../shared/events/sqs-batch.ts";
 import { journalKey } from "../../shared/journal/item.ts";
-import { QueuePoller } from "../../shared/local/poller.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
-import { silentLogger } from "../../shared/logger.ts";
 import type { DispatchMessage } from "../../shared/model/message.ts";
+import { startConsumer } from "../support/consumer.ts";
 import { Crash, captured, crashOn, engine, failing, freshTenant, intercept } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
@@ -41,16 +39,7 @@ afterAll(async () => {
 
 /** The worker side only, with no dispatcher: whatever runs was sent directly. */
 function pollerOnly() {
-  const poller = new QueuePoller(
-    hg.sqs,
-    hg.queueUrl!,
-    createSqsBatchHandler(hg.worker, silentLogger),
-    silentLogger,
-    2,
-    100,
-  );
-  poller.start();
-  return poller;
+  return startConsumer(hg, { maxInFlight: 100 });
 }
 
 const statusIs = (tenant: string, id: string, status: string) => async () => {

@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createSqsBatchHandler } from "../../shared/events/sqs-batch.ts";
 import { defineHandler } from "../../shared/handlers/registry.ts";
 import type { AdmitRequest } from "../../shared/limits/flow-control.ts";
 import { TrailingOutcomes } from "../../shared/local/outcome-gate.ts";
-import { QueuePoller } from "../../shared/local/poller.ts";
-import { silentLogger } from "../../shared/logger.ts";
+import { dispatchEvery, startConsumer } from "../support/consumer.ts";
 import { freshTenant } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 
@@ -49,25 +47,9 @@ afterAll(async () => {
 async function runOne(gate: TrailingOutcomes | undefined) {
   const tenant = freshTenant("rv");
   failFreeFor = tenant;
-  const poller = new QueuePoller(
-    hg.sqs,
-    hg.queueUrl!,
-    createSqsBatchHandler(hg.worker, silentLogger),
-    silentLogger,
-    2,
-    10,
-    1,
-    gate,
-  );
-  let dispatching = true;
-  const dispatcher = (async () => {
-    while (dispatching) {
-      await hg.dispatcher.tick(100);
-      await new Promise((done) => setTimeout(done, 100));
-    }
-  })();
+  const stopDispatching = dispatchEvery(hg);
   await hg.events.schedule(tenant, { id: "a", type: "review.trail", payload: {}, delaySeconds: 1 });
-  poller.start();
+  const poller = startConsumer(hg, { ...(gate && { outcomes: gate }) });
   try {
     const key = `${tenant}/a`;
     await eventually(async () => (ran.includes(key) ? true : undefined), 20_000, "the handler ran");
@@ -79,8 +61,7 @@ async function runOne(gate: TrailingOutcomes | undefined) {
       failed: poller.counts.failed,
     };
   } finally {
-    dispatching = false;
-    await dispatcher;
+    await stopDispatching();
     await poller.stop();
   }
 }

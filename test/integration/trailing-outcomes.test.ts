@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createSqsBatchHandler } from "../../shared/events/sqs-batch.ts";
 import { defineHandler } from "../../shared/handlers/registry.ts";
 import { TrailingOutcomes } from "../../shared/local/outcome-gate.ts";
-import { QueuePoller } from "../../shared/local/poller.ts";
-import { silentLogger } from "../../shared/logger.ts";
+import { dispatchEvery, startConsumer } from "../support/consumer.ts";
 import { freshTenant } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 
@@ -48,37 +46,26 @@ describe("outcomes that trail their handlers", () => {
     const report = gate.backlog.bind(gate);
     report(true);
     gate.backlog = () => {};
+    gate.running = () => hg.worker.running;
     hg.worker.trailOutcomes(gate);
     // Two at a time for the type: a held outcome has given its slot back, or this would stall.
     await hg.flow.put(tenant, "test.trail", { maxConcurrency: 2 });
 
     // Messages flow control parks (two already running) are deleted at once: they are not outcomes.
     let parked = 0;
-    const poller = new QueuePoller(
-      hg.sqs,
-      hg.queueUrl!,
-      createSqsBatchHandler(hg.worker, silentLogger, (result) => {
-        if (result.outcome === "held") parked++;
-      }),
-      silentLogger,
-      2,
-      maxInFlight,
-      1,
-      gate,
-    );
-    let dispatching = true;
-    const dispatcher = (async () => {
-      while (dispatching) {
-        await hg.dispatcher.tick(100);
-        await new Promise((done) => setTimeout(done, 100));
-      }
-    })();
+    const stopDispatching = dispatchEvery(hg);
     const ids = Array.from({ length: n }, (_, i) => `e${i}`);
     await hg.events.scheduleBatch(
       tenant,
       ids.map((id) => ({ id, type: "test.trail", payload: {}, delaySeconds: 1 })),
     );
-    poller.start();
+    const poller = startConsumer(hg, {
+      maxInFlight,
+      outcomes: gate,
+      onResult: (result) => {
+        if (result.outcome === "held") parked++;
+      },
+    });
     try {
       // Four times maxInFlight handlers ran while no outcome was written.
       await eventually(async () => (gate.held === n ? true : undefined), 30_000, "every outcome held");
@@ -113,8 +100,7 @@ describe("outcomes that trail their handlers", () => {
       expect(await hg.redis.zcard(`{${hg.config.keyPrefix}:limits:${tenant}}:slots:test.trail`)).toBe(0);
     } finally {
       report(false);
-      dispatching = false;
-      await dispatcher;
+      await stopDispatching();
       await poller.stop();
     }
   }, 60_000);
@@ -125,33 +111,16 @@ describe("outcomes that trail their handlers", () => {
     gate.backlog(true);
     gate.backlog = () => {};
     hg.worker.trailOutcomes(gate);
-    const poller = new QueuePoller(
-      hg.sqs,
-      hg.queueUrl!,
-      createSqsBatchHandler(hg.worker, silentLogger),
-      silentLogger,
-      2,
-      10,
-      1,
-      gate,
-    );
     await hg.events.scheduleBatch(
       tenant,
       ["a", "b", "c"].map((id) => ({ id, type: "test.trail", payload: {}, delaySeconds: 1 })),
     );
-    poller.start();
-    let dispatching = true;
-    const dispatcher = (async () => {
-      while (dispatching) {
-        await hg.dispatcher.tick(100);
-        await new Promise((done) => setTimeout(done, 100));
-      }
-    })();
+    const poller = startConsumer(hg, { outcomes: gate });
+    const stopDispatching = dispatchEvery(hg);
     try {
       await eventually(async () => (gate.held === 3 ? true : undefined), 30_000, "three outcomes held");
     } finally {
-      dispatching = false;
-      await dispatcher;
+      await stopDispatching();
     }
     const stopped = Date.now();
     await poller.stop();

@@ -33,6 +33,14 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ HOURGLASS_LOOKAHEAD_SECONDS: "901" })).toThrow(/HOURGLASS_LOOKAHEAD_SECONDS/);
     expect(() => loadConfig({ HOURGLASS_LOCAL_WORKERS: "two" })).toThrow(/HOURGLASS_LOCAL_WORKERS/);
     expect(() => loadConfig({ HOURGLASS_LOCAL_WORKERS: "65" })).toThrow(/HOURGLASS_LOCAL_WORKERS/);
+    for (const odd of ["-1", "20001", "1.5", "5s", "١٠"]) {
+      expect(() => loadConfig({ HOURGLASS_LOCAL_OUTCOME_TRAIL_MS: odd }), odd).toThrow(
+        /HOURGLASS_LOCAL_OUTCOME_TRAIL_MS/,
+      );
+    }
+    expect(loadConfig({}).local.outcomeTrailMs).toBe(5_000);
+    expect(loadConfig({ HOURGLASS_LOCAL_OUTCOME_TRAIL_MS: "0" }).local.outcomeTrailMs).toBe(0);
+    expect(loadConfig({ HOURGLASS_LOCAL_OUTCOME_TRAIL_MS: "20000" }).local.outcomeTrailMs).toBe(20_000);
     // Whole numbers are digits: Number() alone read a blank as 0 and took exponents and hex.
     for (const odd of [" ", "1e1", "0x2", "2.0", "+2"])
       expect(() => loadConfig({ HOURGLASS_LOCAL_WORKERS: odd }), odd).toThrow(/HOURGLASS_LOCAL_WORKERS/);

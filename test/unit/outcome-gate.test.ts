@@ -75,10 +75,10 @@ describe("TrailingOutcomes", () => {
     expect(await settled(first)).toBeUndefined();
     expect(gate.held).toBe(1);
     running = 3;
-    gate.poke();
+    gate.backlog(false); // the next receive's report
     expect(await settled(first)).toBeUndefined();
     running = 2; // at the low-water mark
-    gate.poke();
+    gate.backlog(false);
     expect(await settled(first)).toBeTypeOf("function");
   });
 
@@ -92,7 +92,7 @@ describe("TrailingOutcomes", () => {
     void gate.hold(10_000).then(() => order.push("second"));
     await vi.advanceTimersByTimeAsync(0);
     expect(order).toEqual([]);
-    running = 0; // the last handler returned; its outcome is the next hold, nothing else pokes
+    running = 0; // the last handler returned; its outcome is the next hold, no receive reports
     void gate.hold(10_000).then(() => order.push("third"));
     await vi.advanceTimersByTimeAsync(0);
     expect(order).toEqual(["first", "second", "third"]);
