@@ -198,6 +198,31 @@ function cpuMsOf(pids: readonly number[]): number {
     .reduce((sum, f) => sum + ((Number(f[11]) + Number(f[12])) * 1000) / 100, 0);
 }
 const late = lateness(samples);
+/** Second by second from the due time, so a stall (and what ran instead) shows. */
+function timeline(): string[] {
+  const seconds = Math.ceil((lastStart - dueAt) / 1000) + 1;
+  const count = (times: number[]) => {
+    const perSecond = new Array<number>(seconds).fill(0);
+    for (const t of times) if (t >= dueAt && t < dueAt + seconds * 1000) perSecond[Math.floor((t - dueAt) / 1000)]!++;
+    return perSecond;
+  };
+  const spread = (name: string) => (calls[name] ?? []).flatMap((c) => new Array<number>(c.items).fill(c.at));
+  const received = count(spread("sqs:ReceiveMessage"));
+  const started = count(samples.map((s) => s.startedAt));
+  const written = count(spread("dynamodb:UpdateItem"));
+  return received.map((r, i) => `+${i} s: ${r} / ${started[i]} / ${written[i]}`);
+}
+/** How full the polls were while the burst drained: 10 a poll is SQS's most. */
+function receivesInBurst() {
+  const polls = (calls["sqs:ReceiveMessage"] ?? []).filter((c) => c.at >= dueAt && c.at <= lastStart);
+  const messages = polls.reduce((sum, c) => sum + c.items, 0);
+  return {
+    polls: polls.length,
+    messagesPerPoll: Number((messages / Math.max(1, polls.length)).toFixed(1)),
+    full: polls.filter((c) => c.items === 10).length,
+    empty: polls.filter((c) => c.items === 0).length,
+  };
+}
 const starts = samples.map((s) => s.startedAt - dueAt);
 const report = {
   loadAverage: loadavg().map((l) => Number(l.toFixed(1))),
@@ -245,6 +270,8 @@ const report = {
     at("sqs:DeleteMessageBatch", 1),
   ],
   lastStartAfterDueMs: lastStart - dueAt,
+  "receives from the due time to the last start": receivesInBurst(),
+  "per second after the due time: messages received / handlers started / outcomes written": timeline(),
   requests: Object.fromEntries(Object.entries(calls).map(([k, v]) => [k, v.length])),
   window: {
     ms: windowMs,

@@ -40,8 +40,12 @@ export interface TrailingOutcomesOptions {
  * back full (the queue holds more than the consumer takes) or many handlers still run, a finished
  * handler's outcome waits, and its message stops counting against the consumer's `maxInFlight`:
  * the next message starts. Once the backlog is gone and the handlers have (nearly) finished, the
- * outcomes go in the order they came, `maxWriting` at a time; each also goes when it has waited
- * `maxDelayMs`, or when the gate closes.
+ * outcomes go in the order they came, `maxWriting` at a time. One that has waited `maxDelayMs`
+ * goes next whatever the queue does, still `maxWriting` at a time: a burst's outcomes come due
+ * within the same second, and letting them all go at once (thousands of writes built, signed and
+ * queued behind the SDK's sockets together) stalled the burst's last receives for ten seconds and
+ * more (docs/benchmarks.md). Only the worker's bound, well inside the run lease, lets an outcome go
+ * past the cap, and so does closing the gate.
  *
  * What a wait costs, and why it is bounded: the event stays `running` in the index (its run
  * lease) and its message stays in flight until the outcome is written. The worker never asks to
@@ -71,6 +75,8 @@ export class TrailingOutcomes implements OutcomeGate {
   private closed = false;
   /** Held outcomes, oldest first (a Set iterates in insertion order). */
   private readonly waiters = new Set<() => void>();
+  /** The held outcomes that have waited `maxDelayMs`, oldest first: they go before the others. */
+  private readonly overdue = new Set<() => void>();
   private writingNow = 0;
   private readonly maxDelayMs: number;
   private readonly maxHeld: number;
@@ -105,22 +111,31 @@ export class TrailingOutcomes implements OutcomeGate {
   }
 
   /**
-   * Waits while the consumer is busy, at most `maxWaitMs` (the worker's bound) and `maxDelayMs`.
-   * Resolves with the callback to call once the outcome is recorded.
+   * Waits while the consumer is busy, at most `maxWaitMs` (the worker's bound); after `maxDelayMs`
+   * it goes among the first, within `maxWriting`. Resolves with the callback to call once the
+   * outcome is recorded.
    */
   hold(maxWaitMs: number): Promise<() => void> {
-    const wait = Math.min(this.maxDelayMs, maxWaitMs);
+    const due = Math.min(this.maxDelayMs, maxWaitMs);
     const mayGoNow = this.waiters.size === 0 && this.flowing() && this.writingNow < this.maxWriting;
-    if (this.closed || wait <= 0 || mayGoNow || this.waiters.size >= this.maxHeld) {
+    if (this.closed || due <= 0 || mayGoNow || this.waiters.size >= this.maxHeld) {
       return Promise.resolve(this.startWriting());
     }
     const held = new Promise<() => void>((resolve) => {
       const release = () => {
         clearTimeout(timer);
         this.waiters.delete(release);
+        this.overdue.delete(release);
         resolve(this.startWriting());
       };
-      const timer = setTimeout(release, wait);
+      // Past its delay it joins the overdue, which go first but within the cap; at the worker's
+      // bound it goes whatever else is being written.
+      let timer = setTimeout(() => {
+        if (due >= maxWaitMs) return release();
+        this.overdue.add(release);
+        timer = setTimeout(release, maxWaitMs - due);
+        this.pump();
+      }, due);
       this.waiters.add(release);
       this.onHold?.();
     });
@@ -157,11 +172,15 @@ export class TrailingOutcomes implements OutcomeGate {
     };
   }
 
-  /** Lets the oldest held outcomes go while the consumer is not busy, `maxWriting` at a time. */
+  /**
+   * Lets held outcomes go, `maxWriting` at a time: the overdue ones whatever the consumer does,
+   * then, while it is not busy, the oldest of the others.
+   */
   private pump(): void {
-    while (this.waiters.size > 0 && this.writingNow < this.maxWriting && this.flowing()) {
-      const [oldest] = this.waiters;
-      oldest!();
+    while (this.waiters.size > 0 && this.writingNow < this.maxWriting) {
+      const [next] = this.overdue.size > 0 ? this.overdue : this.flowing() ? this.waiters : [];
+      if (!next) return;
+      next();
     }
   }
 }

@@ -117,6 +117,44 @@ describe("TrailingOutcomes", () => {
     expect(gate.held).toBe(0);
   });
 
+  it("lets overdue outcomes go maxWriting at a time, oldest first, and each at the worker's bound", async () => {
+    const gate = new TrailingOutcomes({ maxDelayMs: 1_000, maxWriting: 2 });
+    gate.backlog(true); // busy throughout: only the delay and the bound let anything go
+    const order: number[] = [];
+    const recorded = new Map<number, () => void>();
+    // Four with room to spare in the run lease, then one whose bound is 1.5 s away.
+    for (const [i, bound] of [
+      [0, 60_000],
+      [1, 60_000],
+      [2, 60_000],
+      [3, 60_000],
+      [4, 1_500],
+    ] as const) {
+      void gate.hold(bound).then((done) => {
+        order.push(i);
+        recorded.set(i, done);
+      });
+    }
+    await vi.advanceTimersByTimeAsync(999);
+    expect(order).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1); // all five overdue in the same instant
+    expect(order).toEqual([0, 1]);
+    expect(gate.writing).toBe(2);
+    expect(gate.held).toBe(3);
+    recorded.get(0)!();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(order).toEqual([0, 1, 2]); // the next overdue, backlog or not
+    await vi.advanceTimersByTimeAsync(500); // event 4's bound: it goes past the cap
+    expect(order).toEqual([0, 1, 2, 4]);
+    expect(gate.writing).toBe(3);
+    recorded.get(1)!();
+    recorded.get(2)!();
+    recorded.get(4)!();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(order).toEqual([0, 1, 2, 4, 3]);
+    expect(gate.held).toBe(0);
+  });
+
   it("holds at most maxHeld outcomes; the rest are written at once", async () => {
     const gate = new TrailingOutcomes({ maxHeld: 2 });
     gate.backlog(true);
