@@ -5,7 +5,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { startRuntime } from "../shared/local/runtime.ts";
 import { benchHourglass, enqueueBatch } from "./hourglass.ts";
-import { dynamoLocalCpuMs } from "./process-cpu.ts";
+import { cpuMsOfPids, dynamoLocalCpuMs, pidsOf } from "./process-cpu.ts";
 import { startBenchStack } from "./stack.ts";
 import { lateness, payloadOf, percentile, sleep, until } from "./stats.ts";
 
@@ -158,12 +158,30 @@ if (profiler) {
   await profiler.post("Profiler.start");
 }
 const windowStart = Date.now();
+// Each process's share of the cores, every 500 ms: what ran while the receives slowed.
+const processes: Record<string, number[]> = {
+  workers: workerPids,
+  fauxqs: pidsOf("fauxqs-server.mjs", String(new URL(bench.stack.sqsEndpoint).port)),
+  dynamoLocal: pidsOf("DynamoDBLocal.jar", `-port\0${dynamoPort}\0`),
+  redis: pidsOf("redis-server", String(new URL(redisServer.url).port)),
+  bench: [process.pid],
+};
+const cpuTimeline: { at: number; ms: Record<string, number> }[] = [];
+const sampleCpu = () =>
+  cpuTimeline.push({
+    at: Date.now(),
+    ms: Object.fromEntries(Object.entries(processes).map(([name, pids]) => [name, cpuMsOfPids(pids)])),
+  });
+sampleCpu();
+const cpuSampler = setInterval(sampleCpu, 500);
 const complete = await until(() => samples.length >= n, 180_000);
 const lastStart = Date.now();
 // The trailing writes: until every success is in the journal and every message deleted (the
 // worker processes report their calls every 50 ms).
 await until(() => count("dynamodb:UpdateItem") >= n && count("sqs:DeleteMessageBatch") >= n, 180_000);
 const windowMs = Date.now() - windowStart;
+clearInterval(cpuSampler);
+sampleCpu();
 const cpu = process.cpuUsage(cpuBefore);
 const javaAfter = dynamoLocalCpuMs(dynamoPort);
 const workersCpuMs = cpuMsOf(workerPids) - workersBefore;
@@ -203,7 +221,8 @@ function timeline(): string[] {
   const seconds = Math.ceil((lastStart - dueAt) / 1000) + 1;
   const count = (times: number[]) => {
     const perSecond = new Array<number>(seconds).fill(0);
-    for (const t of times) if (t >= dueAt && t < dueAt + seconds * 1000) perSecond[Math.floor((t - dueAt) / 1000)]!++;
+    for (const t of times)
+      if (t >= dueAt && t < dueAt + seconds * 1000) perSecond[Math.floor((t - dueAt) / 1000)]!++;
     return perSecond;
   };
   const spread = (name: string) => (calls[name] ?? []).flatMap((c) => new Array<number>(c.items).fill(c.at));
@@ -211,6 +230,18 @@ function timeline(): string[] {
   const started = count(samples.map((s) => s.startedAt));
   const written = count(spread("dynamodb:UpdateItem"));
   return received.map((r, i) => `+${i} s: ${r} / ${started[i]} / ${written[i]}`);
+}
+function cpuShares(): string[] {
+  const rows: string[] = [];
+  for (let i = 1; i < cpuTimeline.length; i++) {
+    const [a, b] = [cpuTimeline[i - 1]!, cpuTimeline[i]!];
+    if (a.at > lastStart + 3_000) break;
+    const shares = Object.keys(processes).map(
+      (name) => `${name} ${((b.ms[name]! - a.ms[name]!) / (b.at - a.at)).toFixed(2)}`,
+    );
+    rows.push(`${((a.at - dueAt) / 1000).toFixed(1)} s: ${shares.join(", ")}`);
+  }
+  return rows;
 }
 /** How full the polls were while the burst drained: 10 a poll is SQS's most. */
 function receivesInBurst() {
@@ -272,6 +303,7 @@ const report = {
   lastStartAfterDueMs: lastStart - dueAt,
   "receives from the due time to the last start": receivesInBurst(),
   "per second after the due time: messages received / handlers started / outcomes written": timeline(),
+  "cores per process, each 500 ms from 1 s before the due time": cpuShares(),
   requests: Object.fromEntries(Object.entries(calls).map(([k, v]) => [k, v.length])),
   window: {
     ms: windowMs,
