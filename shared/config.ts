@@ -54,10 +54,31 @@ const PACING_DEFAULT = 1_000;
 
 const modeDefaults: Record<
   Mode,
-  { tickMs: number; lookAheadSeconds: number; allowPrivate: boolean; dispatchLeaseSeconds: number }
+  {
+    tickMs: number;
+    lookAheadSeconds: number;
+    allowPrivate: boolean;
+    dispatchLeaseSeconds: number;
+    deliverAheadMs: number;
+  }
 > = {
-  local: { tickMs: 1_000, lookAheadSeconds: 5, allowPrivate: true, dispatchLeaseSeconds: 30 },
-  aws: { tickMs: 60_000, lookAheadSeconds: 120, allowPrivate: false, dispatchLeaseSeconds: 300 },
+  // Locally a message is visible a few seconds before it is due and the worker holds it until
+  // then, so a burst is received before its second comes, not after (docs/benchmarks.md). On AWS
+  // the worker Lambda would be billed for that wait: messages become visible when due.
+  local: {
+    tickMs: 1_000,
+    lookAheadSeconds: 5,
+    allowPrivate: true,
+    dispatchLeaseSeconds: 30,
+    deliverAheadMs: 4_000,
+  },
+  aws: {
+    tickMs: 60_000,
+    lookAheadSeconds: 120,
+    allowPrivate: false,
+    dispatchLeaseSeconds: 300,
+    deliverAheadMs: 0,
+  },
 };
 
 const schema = z.object({
@@ -96,6 +117,7 @@ const schema = z.object({
   HOURGLASS_QUEUE_NAME: z.string().min(1).default("hourglass-work"),
   HOURGLASS_TICK_MS: int(50, 300_000).optional(),
   HOURGLASS_LOOKAHEAD_SECONDS: int(0, 900).optional(),
+  HOURGLASS_DELIVER_AHEAD_MS: int(0, 60_000).optional(),
   HOURGLASS_INDEX_HORIZON_SECONDS: int(1, 315_360_000).default(3_600),
   HOURGLASS_CLAIM_BATCH: int(1, 5_000).default(500),
   // Pacing (docs/flow-control.md, "Fairness between tenants"): events of one shard handed out and
@@ -228,6 +250,11 @@ export interface HourglassConfig {
   readonly tickMs: number;
   readonly lookAheadMs: number;
   /**
+   * How long before its due time a message becomes visible in the work queue (within the whole
+   * second below); the worker holds it until it is due. At most the look-ahead.
+   */
+  readonly deliverAheadMs: number;
+  /**
    * Only events due within this much of now live in the Redis index; later ones live only in the
    * journal until the dispatcher's loader promotes them (docs/horizon.md). Ignored without a journal.
    */
@@ -346,6 +373,13 @@ export function loadConfig(
   }
   const tickMs = e.HOURGLASS_TICK_MS ?? defaults.tickMs;
   const lookAheadMs = (e.HOURGLASS_LOOKAHEAD_SECONDS ?? defaults.lookAheadSeconds) * 1000;
+  if (e.HOURGLASS_DELIVER_AHEAD_MS !== undefined && e.HOURGLASS_DELIVER_AHEAD_MS > lookAheadMs) {
+    throw new ConfigError(
+      "HOURGLASS_DELIVER_AHEAD_MS",
+      `must be at most the look-ahead (HOURGLASS_LOOKAHEAD_SECONDS, ${lookAheadMs} ms): events are claimed no earlier`,
+    );
+  }
+  const deliverAheadMs = e.HOURGLASS_DELIVER_AHEAD_MS ?? Math.min(defaults.deliverAheadMs, lookAheadMs);
   // The loader must promote an event before the claim window reaches it, with ticks to spare.
   const minimumHorizonSeconds = Math.ceil((lookAheadMs + 3 * tickMs) / 1000);
   if (e.HOURGLASS_INDEX_HORIZON_SECONDS < minimumHorizonSeconds) {
@@ -378,6 +412,7 @@ export function loadConfig(
     queue: { url: e.HOURGLASS_QUEUE_URL, name: e.HOURGLASS_QUEUE_NAME },
     tickMs,
     lookAheadMs,
+    deliverAheadMs,
     indexHorizonMs: e.HOURGLASS_INDEX_HORIZON_SECONDS * 1000,
     claimBatch: e.HOURGLASS_CLAIM_BATCH,
     shardInFlight: e.HOURGLASS_SHARD_IN_FLIGHT,

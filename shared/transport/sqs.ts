@@ -26,10 +26,15 @@ interface Outgoing {
  * nine others down with it, again after every lease.
  */
 export class SqsTransport implements Transport {
+  /**
+   * @param deliverAheadMs how long before its due time a message becomes visible (config
+   *   `deliverAheadMs`); the worker holds it until then. @default 0
+   */
   constructor(
     private readonly client: SQSClient,
     private readonly queueUrl: string,
     private readonly inFlight = 8,
+    private readonly deliverAheadMs = 0,
   ) {}
 
   async send(messages: readonly DispatchMessage[], now: number): Promise<SendReport> {
@@ -45,7 +50,7 @@ export class SqsTransport implements Transport {
             Entries: batch.map((entry, i) => ({
               Id: String(i),
               MessageBody: entry.body,
-              DelaySeconds: delaySecondsFor(entry.message.runAt, now),
+              DelaySeconds: delaySecondsFor(entry.message.runAt, now, this.deliverAheadMs),
             })),
           }),
         );
@@ -75,7 +80,7 @@ export class SqsTransport implements Transport {
         new SendMessageCommand({
           QueueUrl: this.queueUrl,
           MessageBody: encodeMessage(bare),
-          DelaySeconds: delaySecondsFor(message.runAt, now),
+          DelaySeconds: delaySecondsFor(message.runAt, now, this.deliverAheadMs),
         }),
       );
       return undefined;

@@ -18,7 +18,11 @@ export interface Transport {
 /** SQS's own limit; the emulator accepts 901, so it is enforced here. */
 export const MAX_DELAY_SECONDS = 900;
 
-/** Whole seconds until due, clamped to what SQS allows. The worker waits out the remainder. */
-export function delaySecondsFor(runAt: number, now: number): number {
-  return Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.floor((runAt - now) / 1000)));
+/**
+ * Whole seconds until the message should become visible, `aheadMs` before it is due (within the
+ * whole second below), clamped to what SQS allows. The worker waits out the remainder, so a message
+ * delivered early never starts early.
+ */
+export function delaySecondsFor(runAt: number, now: number, aheadMs = 0): number {
+  return Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.floor((runAt - now - aheadMs) / 1000)));
 }

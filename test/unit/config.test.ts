@@ -41,6 +41,20 @@ describe("loadConfig", () => {
     expect(loadConfig({}).local.outcomeTrailMs).toBe(5_000);
     expect(loadConfig({ HOURGLASS_LOCAL_OUTCOME_TRAIL_MS: "0" }).local.outcomeTrailMs).toBe(0);
     expect(loadConfig({ HOURGLASS_LOCAL_OUTCOME_TRAIL_MS: "20000" }).local.outcomeTrailMs).toBe(20_000);
+    // Messages visible ahead of their due time: 4 s locally, never on AWS, never past the look-ahead.
+    expect(loadConfig({}).deliverAheadMs).toBe(4_000);
+    expect(loadConfig({ HOURGLASS_MODE: "aws" }).deliverAheadMs).toBe(0);
+    expect(loadConfig({ HOURGLASS_LOOKAHEAD_SECONDS: "2" }).deliverAheadMs).toBe(2_000);
+    expect(loadConfig({ HOURGLASS_DELIVER_AHEAD_MS: "0" }).deliverAheadMs).toBe(0);
+    expect(loadConfig({ HOURGLASS_DELIVER_AHEAD_MS: "5000" }).deliverAheadMs).toBe(5_000);
+    expect(() => loadConfig({ HOURGLASS_DELIVER_AHEAD_MS: "5001" })).toThrow(
+      "HOURGLASS_DELIVER_AHEAD_MS: must be at most the look-ahead (HOURGLASS_LOOKAHEAD_SECONDS, 5000 ms)",
+    );
+    for (const odd of ["-1", "60001", "1.5", "4s"]) {
+      expect(() => loadConfig({ HOURGLASS_DELIVER_AHEAD_MS: odd }), odd).toThrow(
+        /HOURGLASS_DELIVER_AHEAD_MS/,
+      );
+    }
     // Whole numbers are digits: Number() alone read a blank as 0 and took exponents and hex.
     for (const odd of [" ", "1e1", "0x2", "2.0", "+2"])
       expect(() => loadConfig({ HOURGLASS_LOCAL_WORKERS: odd }), odd).toThrow(/HOURGLASS_LOCAL_WORKERS/);

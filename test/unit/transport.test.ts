@@ -26,6 +26,26 @@ describe("delaySecondsFor", () => {
   });
 });
 
+describe("delaySecondsFor, delivered ahead", () => {
+  it("makes a message visible aheadMs before due, within the whole second below, never more", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -100_000, max: 2_000_000 }), fc.nat(60_000), (ahead, aheadMs) => {
+        const now = 1_800_000_000_000;
+        const runAt = now + ahead;
+        const delay = delaySecondsFor(runAt, now, aheadMs);
+        const visibleAt = now + delay * 1000;
+        expect(delay).toBeGreaterThanOrEqual(0);
+        expect(delay).toBeLessThanOrEqual(900);
+        expect(visibleAt).toBeLessThanOrEqual(Math.max(now, runAt - aheadMs));
+        // Not earlier than asked, unless the delay is at SQS's cap.
+        if (delay < 900) expect(visibleAt).toBeGreaterThan(runAt - aheadMs - 1000);
+      }),
+    );
+    expect(delaySecondsFor(1_000_000 + 9_500, 1_000_000, 4_000)).toBe(5);
+    expect(delaySecondsFor(1_000_000 + 3_000, 1_000_000, 4_000)).toBe(0);
+  });
+});
+
 describe("dispatch messages", () => {
   it("round-trip, with or without an inline payload", () => {
     fc.assert(

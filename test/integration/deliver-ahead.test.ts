@@ -1,0 +1,79 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { defineHandler } from "../../shared/handlers/registry.ts";
+import { dispatchEvery, startConsumer } from "../support/consumer.ts";
+import { freshTenant } from "../support/engine.ts";
+import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
+
+/**
+ * Messages delivered ahead of their due time (`HOURGLASS_DELIVER_AHEAD_MS`, the local default) on
+ * the real stack: the dispatcher's SQS delay makes each message visible seconds early, the
+ * consumer receives it then, and the worker holds it until it is due. Received early, started on
+ * time, never early (invariant 1), and exactly once. The same events with the setting at 0 are
+ * visible only in the second before they are due, which is what the first assertion tells apart.
+ */
+const started = new Map<string, { at: number; runAt: number }>();
+const runs: string[] = [];
+const handler = defineHandler("test.ahead", z.object({}), async (_payload, context) => {
+  runs.push(context.id);
+  started.set(context.id, { at: Date.now(), runAt: context.runAt.getTime() });
+});
+
+const hourglasses: TestHourglass[] = [];
+afterAll(async () => {
+  for (const hg of hourglasses) await hg.destroy();
+});
+
+async function receivedBy(aheadMs: number, n: number) {
+  const hg = await testHourglass(
+    { HOURGLASS_LOOKAHEAD_SECONDS: "5", HOURGLASS_DELIVER_AHEAD_MS: String(aheadMs) },
+    { handlers: [handler] },
+  );
+  hourglasses.push(hg);
+  expect(hg.config.deliverAheadMs).toBe(aheadMs);
+  const tenant = freshTenant("ahead");
+  const ids = Array.from({ length: n }, (_, i) => `${tenant}-e${i}`);
+  // Due 7.5 s from now: claimed a look-ahead early (5 s), with time to spare to receive.
+  const runAt = Date.now() + 7_500;
+  await hg.events.scheduleBatch(
+    tenant,
+    ids.map((id) => ({ id, type: "test.ahead", payload: {}, runAt: new Date(runAt).toISOString() })),
+  );
+  const stopDispatching = dispatchEvery(hg);
+  const poller = startConsumer(hg, { pollers: 2, maxInFlight: 50 });
+  try {
+    // What the consumer holds 1.5 s before the due time.
+    await new Promise((done) => setTimeout(done, runAt - 1_500 - Date.now()));
+    const heldEarly = poller.counts.received;
+    const startedEarly = ids.filter((id) => started.has(id)).length;
+    await eventually(
+      async () => (ids.every((id) => started.has(id)) ? true : undefined),
+      30_000,
+      "all started",
+    );
+    return { ids, heldEarly, startedEarly };
+  } finally {
+    await poller.stop();
+    await stopDispatching();
+  }
+}
+
+describe("messages delivered ahead of their due time", () => {
+  it("are received seconds early and held by the worker until due: never early, each once", async () => {
+    const n = 20;
+    const ahead = await receivedBy(3_000, n);
+    // Visible 3 s early (within the second below): all in the consumer 1.5 s before due.
+    expect(ahead.heldEarly).toBe(n);
+    expect(ahead.startedEarly).toBe(0);
+    for (const id of ahead.ids) {
+      const start = started.get(id)!;
+      expect(start.at).toBeGreaterThanOrEqual(start.runAt);
+    }
+    expect(runs.filter((id) => ahead.ids.includes(id))).toHaveLength(n);
+
+    // Without it, nothing is visible before the last second before due.
+    const onTime = await receivedBy(0, n);
+    expect(onTime.heldEarly).toBe(0);
+    for (const id of onTime.ids) expect(started.get(id)!.at).toBeGreaterThanOrEqual(started.get(id)!.runAt);
+  }, 60_000);
+});
