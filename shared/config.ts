@@ -373,6 +373,12 @@ export function loadConfig(
   }
   const tickMs = e.HOURGLASS_TICK_MS ?? defaults.tickMs;
   const lookAheadMs = (e.HOURGLASS_LOOKAHEAD_SECONDS ?? defaults.lookAheadSeconds) * 1000;
+  if (mode === "aws" && (e.HOURGLASS_DELIVER_AHEAD_MS ?? 0) > 0) {
+    throw new ConfigError(
+      "HOURGLASS_DELIVER_AHEAD_MS",
+      "must be 0 on AWS: the worker Lambda would be billed for each wait, and its timeout would cut the wait short",
+    );
+  }
   if (e.HOURGLASS_DELIVER_AHEAD_MS !== undefined && e.HOURGLASS_DELIVER_AHEAD_MS > lookAheadMs) {
     throw new ConfigError(
       "HOURGLASS_DELIVER_AHEAD_MS",

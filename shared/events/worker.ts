@@ -77,6 +77,7 @@ export class Worker {
   private readonly frees: DataLoader<AdmitRequest, void> | undefined;
   private outcomeGate: OutcomeGate | undefined;
   private handlersRunning = 0;
+  private waitingForDue = 0;
 
   constructor(
     private readonly deps: EngineDeps,
@@ -119,6 +120,20 @@ export class Worker {
     return this.handlersRunning;
   }
 
+  /** Messages waiting for their due time (delivered ahead, or the sub-second remainder). */
+  get waiting(): number {
+    return this.waitingForDue;
+  }
+
+  /** Called each time a message starts to wait for its due time (the local consumer's slots). */
+  onWaiting: (() => void) | undefined;
+
+  /**
+   * Awaited when a message's wait for its due time ends, before it starts: the local consumer's
+   * slot of `maxInFlight`, which a waiting message does not hold.
+   */
+  untilSlot: (() => Promise<void>) | undefined;
+
   /**
    * Lets outcomes wait at `gate` after their handlers return (the local runtime's consumer, while
    * its queue has a backlog). Without one, every outcome is written as its handler returns.
@@ -132,6 +147,9 @@ export class Worker {
     // When the run lease that a successful start takes begins, at the earliest: the time the
     // start is planned for (the wait before it only ever overshoots).
     let askedAt = Math.max(this.deps.clock(), message.runAt);
+    // A message that cannot come due before the Lambda's deadline goes back to the queue now,
+    // not after a wait the timeout would cut short.
+    if (message.runAt > deadline - DEADLINE_RESERVE_MS) throw new NotDueBeforeDeadlineError(message);
     let started = await this.startWhenDue(message, message.runAt - this.deps.clock());
     // EARLY is judged by Redis's clock; timers fire early under load and clocks drift, so wait
     // out what Redis says is left, as often as it takes. Only the Lambda's deadline ends the
@@ -234,7 +252,16 @@ export class Worker {
   }
 
   private async startWhenDue(message: DispatchMessage, wait: number): Promise<StartResult> {
-    if (wait > 0) await sleep(wait);
+    if (wait > 0) {
+      this.waitingForDue++;
+      this.onWaiting?.();
+      try {
+        await sleep(wait);
+      } finally {
+        this.waitingForDue--;
+      }
+      await this.untilSlot?.();
+    }
     return this.starts.load(message);
   }
 

@@ -17,13 +17,19 @@ import type { TrailingOutcomes } from "./outcome-gate.ts";
  * the ones it arrived with. With `outcomes` (a gate the worker's outcomes wait at while the queue
  * has a backlog), a message whose handler has returned and whose outcome waits there no longer
  * holds a slot either: the slots count handlers and outcomes being written, and the gate bounds
- * the outcomes it holds.
+ * the outcomes it holds. With `worker`, messages waiting for their due time (delivered ahead) do
+ * not hold a slot either, up to four times `maxInFlight` of them: a queue whose visible messages
+ * are mostly not yet due must not keep a message due sooner from being received. Each takes a slot
+ * when its wait ends, before it starts, and before any new receive, so `maxInFlight` still bounds
+ * the handlers running at once.
  */
 export class QueuePoller {
   private running = false;
   private loops: Promise<void>[] = [];
   private readonly handling = new Set<Promise<void>>();
   private readonly acks: AckBuffer;
+  /** Messages whose wait for their due time has ended, waiting for a slot to start in. */
+  private askingForSlot = 0;
   /** Resolved when a slot frees (a message finished, or its outcome went to wait at the gate). */
   private slotFreed: { promise: Promise<void>; resolve: () => void } | undefined;
   /** Messages received, and messages whose handler failed (left for redelivery). */
@@ -42,9 +48,14 @@ export class QueuePoller {
     private readonly maxInFlight = 500,
     private readonly waitSeconds = 1,
     private readonly outcomes?: TrailingOutcomes,
+    private readonly worker?: WaitingMessages,
   ) {
     this.acks = new AckBuffer(sqs, queueUrl, logger);
     if (outcomes) outcomes.onHold = () => this.freeSlot();
+    if (worker) {
+      worker.onWaiting = () => this.freeSlot();
+      worker.untilSlot = () => this.slotForDue();
+    }
   }
 
   /** Messages deleted after their outcome was recorded. */
@@ -71,7 +82,8 @@ export class QueuePoller {
 
   private async loop(): Promise<void> {
     while (this.running) {
-      if (this.busySlots() >= this.maxInFlight) {
+      // Messages whose wait ended take the slots first.
+      if (this.busySlots() >= this.maxInFlight || this.askingForSlot > 0) {
         this.slotFreed ??= withResolvers();
         await this.slotFreed.promise;
         continue;
@@ -105,9 +117,29 @@ export class QueuePoller {
     }
   }
 
-  /** Messages starting, in their handlers, or being recorded: held outcomes are not. */
+  /**
+   * Messages starting, in their handlers, or being recorded: held outcomes are not, nor messages
+   * waiting for their due time (beyond `WAITING_PER_SLOT` times `maxInFlight` of them, they are).
+   */
   private busySlots(): number {
-    return this.handling.size - (this.outcomes?.held ?? 0);
+    const waiting = Math.min(this.worker?.waiting ?? 0, WAITING_PER_SLOT * this.maxInFlight);
+    return this.handling.size - (this.outcomes?.held ?? 0) - waiting - this.askingForSlot;
+  }
+
+  /** Resolves once a message whose wait for its due time has ended may start (it then holds a slot). */
+  private async slotForDue(): Promise<void> {
+    this.askingForSlot++;
+    try {
+      while (this.running && this.busySlots() >= this.maxInFlight) {
+        this.slotFreed ??= withResolvers();
+        await this.slotFreed.promise;
+      }
+    } finally {
+      // In the same turn as the check: the next one asking sees this slot taken.
+      this.askingForSlot--;
+      // The receive loop waits while any message asks; room left is its to take.
+      if (this.askingForSlot === 0 && this.busySlots() < this.maxInFlight) this.freeSlot();
+    }
   }
 
   private freeSlot(): void {
@@ -131,6 +163,16 @@ export class QueuePoller {
 
 /** SQS hands out at most ten messages a receive. */
 const RECEIVE_LIMIT = 10;
+
+/** Messages waiting for their due time that do not count against `maxInFlight`, per slot. */
+const WAITING_PER_SLOT = 4;
+
+/** The worker's count of messages waiting for their due time, its call when one starts to, and the slot it awaits when the wait ends. */
+export interface WaitingMessages {
+  readonly waiting: number;
+  onWaiting: (() => void) | undefined;
+  untilSlot: (() => Promise<void>) | undefined;
+}
 
 function withResolvers(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;

@@ -69,6 +69,7 @@ export function startRuntime(hourglass: Hourglass, options: RuntimeOptions = {})
             hourglass.config.local.outcomeTrailMs,
             options.maxInFlight ?? LOCAL_MAX_IN_FLIGHT,
           ),
+          hourglass.worker,
         )
       : undefined;
   poller?.start();

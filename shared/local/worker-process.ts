@@ -69,6 +69,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<v
     options.maxInFlight,
     undefined,
     TrailingOutcomes.for(hourglass.worker, config.local.outcomeTrailMs, options.maxInFlight),
+    hourglass.worker,
   );
   poller.start();
 

@@ -14,10 +14,20 @@ import { eventually, type TestHourglass, testHourglass } from "../support/harnes
  */
 const started = new Map<string, { at: number; runAt: number }>();
 const runs: string[] = [];
-const handler = defineHandler("test.ahead", z.object({}), async (_payload, context) => {
-  runs.push(context.id);
-  started.set(context.id, { at: Date.now(), runAt: context.runAt.getTime() });
-});
+let runningNow = 0;
+let mostRunning = 0;
+const handler = defineHandler(
+  "test.ahead",
+  z.object({ holdMs: z.number().optional() }),
+  async (payload, context) => {
+    runs.push(context.id);
+    started.set(context.id, { at: Date.now(), runAt: context.runAt.getTime() });
+    runningNow++;
+    mostRunning = Math.max(mostRunning, runningNow);
+    await new Promise((done) => setTimeout(done, payload.holdMs ?? 0));
+    runningNow--;
+  },
+);
 
 const hourglasses: TestHourglass[] = [];
 afterAll(async () => {
@@ -75,5 +85,59 @@ describe("messages delivered ahead of their due time", () => {
     const onTime = await receivedBy(0, n);
     expect(onTime.heldEarly).toBe(0);
     for (const id of onTime.ids) expect(started.get(id)!.at).toBeGreaterThanOrEqual(started.get(id)!.runAt);
+  }, 60_000);
+
+  it("wait without holding the consumer's slots, so a message due sooner is still received, and start within them", async () => {
+    const hg = await testHourglass(
+      { HOURGLASS_LOOKAHEAD_SECONDS: "5", HOURGLASS_DELIVER_AHEAD_MS: "3000" },
+      { handlers: [handler] },
+    );
+    hourglasses.push(hg);
+    const tenant = freshTenant("ahead-slots");
+    // Six due in 8 s: visible 3 s early, then waiting in a consumer with two slots.
+    const farAt = Date.now() + 8_000;
+    const far = Array.from({ length: 6 }, (_, i) => `${tenant}-far${i}`);
+    await hg.events.scheduleBatch(
+      tenant,
+      far.map((id) => ({
+        id,
+        type: "test.ahead",
+        payload: { holdMs: 300 },
+        runAt: new Date(farAt).toISOString(),
+      })),
+    );
+    const stopDispatching = dispatchEvery(hg);
+    mostRunning = 0;
+    const poller = startConsumer(hg, { pollers: 2, maxInFlight: 2 });
+    try {
+      await eventually(
+        async () => (hg.worker.waiting >= far.length ? true : undefined),
+        15_000,
+        "far ones held",
+      );
+      // Then one due a second before them: sent at once, and it must not queue behind them.
+      const near = `${tenant}-near`;
+      const nearAt = farAt - 1_000;
+      await hg.events.schedule(tenant, {
+        id: near,
+        type: "test.ahead",
+        payload: {},
+        runAt: new Date(nearAt).toISOString(),
+      });
+      await eventually(
+        async () => ([near, ...far].every((id) => started.has(id)) ? true : undefined),
+        30_000,
+        "all started",
+      );
+      expect(started.get(near)!.at).toBeGreaterThanOrEqual(nearAt);
+      expect(started.get(near)!.at).toBeLessThan(farAt);
+      for (const id of far) expect(started.get(id)!.at).toBeGreaterThanOrEqual(farAt);
+      // Six came due together in a consumer of two slots: at most two handlers ran at once.
+      expect(mostRunning).toBeLessThanOrEqual(2);
+      expect(mostRunning).toBe(2);
+    } finally {
+      await poller.stop();
+      await stopDispatching();
+    }
   }, 60_000);
 });

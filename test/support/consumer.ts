@@ -28,6 +28,7 @@ export function startConsumer(
     options.maxInFlight ?? 10,
     1,
     options.outcomes,
+    hg.worker,
   );
   poller.start();
   return poller;

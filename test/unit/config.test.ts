@@ -44,6 +44,10 @@ describe("loadConfig", () => {
     // Messages visible ahead of their due time: 4 s locally, never on AWS, never past the look-ahead.
     expect(loadConfig({}).deliverAheadMs).toBe(4_000);
     expect(loadConfig({ HOURGLASS_MODE: "aws" }).deliverAheadMs).toBe(0);
+    expect(loadConfig({ HOURGLASS_MODE: "aws", HOURGLASS_DELIVER_AHEAD_MS: "0" }).deliverAheadMs).toBe(0);
+    expect(() => loadConfig({ HOURGLASS_MODE: "aws", HOURGLASS_DELIVER_AHEAD_MS: "1000" })).toThrow(
+      "HOURGLASS_DELIVER_AHEAD_MS: must be 0 on AWS",
+    );
     expect(loadConfig({ HOURGLASS_LOOKAHEAD_SECONDS: "2" }).deliverAheadMs).toBe(2_000);
     expect(loadConfig({ HOURGLASS_DELIVER_AHEAD_MS: "0" }).deliverAheadMs).toBe(0);
     expect(loadConfig({ HOURGLASS_DELIVER_AHEAD_MS: "5000" }).deliverAheadMs).toBe(5_000);
