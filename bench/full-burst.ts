@@ -150,7 +150,7 @@ const loop = monitorEventLoopDelay({ resolution: 10 });
 loop.enable();
 const cpuBefore = process.cpuUsage();
 const javaBefore = dynamoLocalCpuMs(dynamoPort);
-const workersBefore = cpuMsOf(workerPids);
+const workersBefore = cpuMsOfPids(workerPids);
 const profiler = values.profile ? new Session() : undefined;
 if (profiler) {
   profiler.connect();
@@ -184,7 +184,7 @@ clearInterval(cpuSampler);
 sampleCpu();
 const cpu = process.cpuUsage(cpuBefore);
 const javaAfter = dynamoLocalCpuMs(dynamoPort);
-const workersCpuMs = cpuMsOf(workerPids) - workersBefore;
+const workersCpuMs = cpuMsOfPids(workerPids) - workersBefore;
 loop.disable();
 if (profiler && values.profile) {
   const { profile } = await profiler.post("Profiler.stop");
@@ -210,11 +210,6 @@ function at(key: string, share: number): string {
   return `— (${seen} of ${n})`;
 }
 /** CPU time of these processes so far, from /proc (0 for none). */
-function cpuMsOf(pids: readonly number[]): number {
-  return pids
-    .map((pid) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" "))
-    .reduce((sum, f) => sum + ((Number(f[11]) + Number(f[12])) * 1000) / 100, 0);
-}
 const late = lateness(samples);
 /** Second by second from the due time, so a stall (and what ran instead) shows. */
 function timeline(): string[] {

@@ -6,25 +6,8 @@ import { readdirSync, readFileSync } from "node:fs";
  * load, so per-item figures stay comparable across runs.
  */
 export function dynamoLocalCpuMs(port: number): number | undefined {
-  try {
-    const pids = readdirSync("/proc")
-      .filter((p) => /^\d+$/.test(p))
-      .filter((p) => {
-        try {
-          const cmdline = readFileSync(`/proc/${p}/cmdline`, "utf8");
-          return cmdline.includes("DynamoDBLocal.jar") && cmdline.includes(`-port\0${port}\0`);
-        } catch {
-          return false;
-        }
-      });
-    if (pids.length === 0) return undefined;
-    const ticks = pids
-      .map((pid) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" "))
-      .reduce((sum, fields) => sum + Number(fields[11]) + Number(fields[12]), 0);
-    return ticks * 10; // USER_HZ is 100 on Linux
-  } catch {
-    return undefined;
-  }
+  const pids = pidsOf("DynamoDBLocal.jar", `-port\0${port}\0`);
+  return pids.length === 0 ? undefined : cpuMsOfPids(pids);
 }
 
 /** This process's CPU time so far, ms. */

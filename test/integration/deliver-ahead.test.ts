@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { NotDueBeforeDeadlineError } from "../../shared/events/errors.ts";
 import { defineHandler } from "../../shared/handlers/registry.ts";
 import { dispatchEvery, startConsumer } from "../support/consumer.ts";
 import { freshTenant } from "../support/engine.ts";
@@ -140,4 +141,19 @@ describe("messages delivered ahead of their due time", () => {
       await stopDispatching();
     }
   }, 60_000);
+
+  it("go back to the queue at once when they cannot come due before a Lambda's deadline", async () => {
+    const hg = await testHourglass({ HOURGLASS_LOOKAHEAD_SECONDS: "5" }, { handlers: [handler] });
+    hourglasses.push(hg);
+    const runAt = Date.now() + 3_000;
+    const message = { member: `${freshTenant("deadline")}/e1`, shard: 0, gen: 1, runAt, attempt: 0 };
+    const asked = Date.now();
+    // Due in 3 s, the invocation must end in 1 s: thrown before any wait (the queue redelivers it),
+    // not dropped or cut short after waiting most of the invocation away.
+    await expect(hg.worker.process(message, Date.now() + 1_000)).rejects.toBeInstanceOf(
+      NotDueBeforeDeadlineError,
+    );
+    expect(Date.now() - asked).toBeLessThan(1_000);
+    expect(hg.worker.waiting).toBe(0);
+  });
 });
