@@ -1,7 +1,6 @@
-import { hkdfSync } from "node:crypto";
+import { createHmac, hkdfSync } from "node:crypto";
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { Webhook } from "standardwebhooks";
 import { ConfigError } from "../config.ts";
 import { equals, notExists } from "../dynamo/conditions.ts";
 import { update } from "../dynamo/expression.ts";
@@ -10,8 +9,12 @@ import { JournalRequiredError } from "../journal/errors.ts";
 import { RotationOverlapError } from "./errors.ts";
 
 /**
- * Webhook signing on the Standard Webhooks spec (https://www.standardwebhooks.com), with the
- * `standardwebhooks` package, so receivers verify with that package or any of its ports.
+ * Webhook signing on the Standard Webhooks spec (https://www.standardwebhooks.com), so receivers
+ * verify with the `standardwebhooks` package or any of its ports. The signature is that package's
+ * (`v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` under the secret's bytes), computed with
+ * node:crypto: the package's pure-JS SHA-256 and a base64 decode of the secret on every webhook
+ * cost 3 to 5% of a worker's CPU in a burst of webhooks (docs/benchmarks.md). A property test
+ * holds it to the package's own `sign` and `verify`.
  *
  * Each tenant has its own secret, so tenant A cannot make a webhook that tenant B's receiver
  * accepts. Secrets are not stored: they are derived with HKDF-SHA256 from the deployment's
@@ -83,8 +86,46 @@ const HKDF_SALT = "hourglass/webhook-signing/v1";
 
 /** The tenant's secret of one generation: HKDF-SHA256(master, salt, tenant NUL generation). */
 export function deriveTenantSecret(master: string, tenant: string, generation: number): string {
-  const key = hkdfSync("sha256", master, HKDF_SALT, `${tenant}\u0000${generation}`, 32);
-  return `whsec_${Buffer.from(key).toString("base64")}`;
+  // A pure function of its arguments, asked for on every webhook: derived once.
+  const info = `${tenant}\u0000${generation}`;
+  const cached = derived.get(master)?.get(info);
+  if (cached) return cached;
+  const key = hkdfSync("sha256", master, HKDF_SALT, info, 32);
+  const secret = `${SECRET_PREFIX}${Buffer.from(key).toString("base64")}`;
+  const ofMaster = derived.get(master) ?? new Map<string, string>();
+  if (ofMaster.size >= DERIVED_CACHE_SIZE) ofMaster.clear();
+  ofMaster.set(info, secret);
+  derived.set(master, ofMaster);
+  return secret;
+}
+
+/** Derived secrets by master secret, then by tenant and generation. */
+const derived = new Map<string, Map<string, string>>();
+/** Tenant generations kept per master secret; past it the cache starts again (it is only a cache). */
+const DERIVED_CACHE_SIZE = 10_000;
+
+const SECRET_PREFIX = "whsec_";
+
+/** The key bytes of a `whsec_` secret, decoded once per secret. */
+function keyBytesOf(secret: string): Buffer {
+  let key = keys.get(secret);
+  if (!key) {
+    key = Buffer.from(
+      secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret,
+      "base64",
+    );
+    if (keys.size >= DERIVED_CACHE_SIZE) keys.clear();
+    keys.set(secret, key);
+  }
+  return key;
+}
+const keys = new Map<string, Buffer>();
+
+/** One Standard Webhooks signature: `v1,` and base64(HMAC-SHA256(key, `id.seconds.body`)). */
+export function sign(secret: string, id: string, timestamp: Date, body: string): string {
+  const seconds = Math.floor(timestamp.getTime() / 1000);
+  const mac = createHmac("sha256", keyBytesOf(secret)).update(`${id}.${seconds}.${body}`, "utf8");
+  return `v1,${mac.digest("base64")}`;
 }
 
 export function tenantSecrets(
@@ -124,7 +165,7 @@ export function signatureHeaders(
   timestamp: Date,
   body: string,
 ): { "webhook-id": string; "webhook-timestamp": string; "webhook-signature": string } {
-  const keys = [
+  const secretsInUse = [
     secrets.current,
     ...(secrets.previous ? [secrets.previous.secret] : []),
     ...(secrets.older ?? []).map((entry) => entry.secret),
@@ -132,7 +173,7 @@ export function signatureHeaders(
   return {
     "webhook-id": id,
     "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
-    "webhook-signature": keys.map((key) => new Webhook(key).sign(id, timestamp, body)).join(" "),
+    "webhook-signature": secretsInUse.map((secret) => sign(secret, id, timestamp, body)).join(" "),
   };
 }
 
