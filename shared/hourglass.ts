@@ -94,7 +94,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
   const logger = options.logger ?? createLogger(options.service ?? "hourglass", config.logLevel, inLambda);
   const redis = createRedis(config.redis.url, config.redis.cluster);
   const dynamo = createDynamoClient();
-  const sqs = createSqsClient();
+  const sqs = createSqsClient({ verifyMd5: config.mode === "aws" });
   const needsQueue = !options.transport;
   const queueUrl =
     config.queue.url ??
