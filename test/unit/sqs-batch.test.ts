@@ -63,3 +63,21 @@ describe("the SQS batch handler, called for several batches at once (the local p
     expect(b.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(["b1"]);
   });
 });
+
+describe("the SQS batch handler, one record at a time (how the local poller calls it)", () => {
+  it("answers as the processor does: nothing on success, the record on a failure, nothing for a malformed body", async () => {
+    const { worker, gates } = gatedWorker();
+    const handle = createSqsBatchHandler(worker, silentLogger);
+    const ok = handle({ Records: [record("s1")] });
+    const failed = handle({ Records: [record("s2")] });
+    await turn();
+    gates.get("s2")!.fail();
+    gates.get("s1")!.pass();
+    expect(await ok).toEqual({ batchItemFailures: [] });
+    expect(await failed).toEqual({ batchItemFailures: [{ itemIdentifier: "s2" }] });
+    // Retrying cannot make it readable: dropped, not listed (it would come back forever).
+    const malformed = { ...record("s3"), body: "not a message" };
+    expect(await handle({ Records: [malformed] })).toEqual({ batchItemFailures: [] });
+    expect(gates.has("s3")).toBe(false);
+  });
+});
