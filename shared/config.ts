@@ -49,9 +49,6 @@ export type Mode = "local" | "aws";
  * it must outlast the look-ahead (the longest SQS delay the dispatcher uses) with room to spare,
  * and it is also how late an event can be when the queue loses its message.
  */
-/** Sockets one tenant's webhooks may hold open to one origin, per process (shared/handlers/webhook-agents.ts). */
-export const DEFAULT_WEBHOOK_SOCKETS_PER_ORIGIN = 64;
-
 /** Events per shard and window handed out and not finished before claims wait (see HOURGLASS_SHARD_IN_FLIGHT). */
 const PACING_DEFAULT = 1_000;
 
@@ -155,7 +152,6 @@ const schema = z.object({
     .regex(/^arn:[^,]+(,arn:[^,]+)*$/, "secret ARNs separated by commas")
     .optional(),
   HOURGLASS_WEBHOOK_TIMEOUT_MS: int(100, 900_000).default(10_000),
-  HOURGLASS_WEBHOOK_SOCKETS_PER_ORIGIN: int(1, 10_000).default(DEFAULT_WEBHOOK_SOCKETS_PER_ORIGIN),
   HOURGLASS_LAMBDA_TARGETS: z
     .string()
     .transform((text, ctx) => {
@@ -293,8 +289,6 @@ export interface HourglassConfig {
     /** The deployment's master secret, from which each tenant's signing secret is derived. */
     readonly secret: string | undefined;
     readonly timeoutMs: number;
-    /** Sockets one tenant's webhooks may hold open to one origin, per process (the rest wait their turn). */
-    readonly socketsPerOrigin: number;
   };
   /** Event types handled by a Lambda function of the user's: type → function name or ARN. */
   readonly lambdaTargets: Readonly<Record<string, string>>;
@@ -462,7 +456,6 @@ export function loadConfig(
           : new Set<number>(),
       secret: e.HOURGLASS_WEBHOOK_SECRET ?? (mode === "local" ? LOCAL_WEBHOOK_SECRET : undefined),
       timeoutMs: e.HOURGLASS_WEBHOOK_TIMEOUT_MS,
-      socketsPerOrigin: e.HOURGLASS_WEBHOOK_SOCKETS_PER_ORIGIN,
     },
     lambdaTargets: e.HOURGLASS_LAMBDA_TARGETS ?? {},
     apiTokens: new Map(

@@ -14,7 +14,6 @@ import { lambdaTarget } from "./handlers/lambda-target.ts";
 import { type HandlerDefinition, HandlerRegistry } from "./handlers/registry.ts";
 import { DynamoSigningStateStore, WebhookSigning } from "./handlers/signing.ts";
 import { webhookHandler } from "./handlers/webhook.ts";
-import { WebhookAgents } from "./handlers/webhook-agents.ts";
 import { EventJournal } from "./journal/journal.ts";
 import { LeaseService } from "./leases/lease-service.ts";
 import { HoldAdmission } from "./ledger/admission.ts";
@@ -109,11 +108,9 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     config.journal ? new DynamoSigningStateStore(dynamo, config.tables.leases) : undefined,
     options.clock ?? Date.now,
   );
-  const webhookAgents = new WebhookAgents(config.webhook.socketsPerOrigin);
   const registry = new HandlerRegistry([
     webhookHandler({
       signing,
-      agents: webhookAgents,
       policy: {
         allowPrivate: config.webhook.allowPrivate,
         allowLoopback: config.webhook.allowLoopback,
@@ -206,7 +203,6 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
       dynamo.destroy();
       dynamoReads.destroy();
       sqs.destroy();
-      webhookAgents.destroy();
     },
   };
 }

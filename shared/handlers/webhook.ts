@@ -1,9 +1,8 @@
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
-import { type Agent, request as httpRequest, type IncomingMessage } from "node:http";
+import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { z } from "zod";
-import { DEFAULT_WEBHOOK_SOCKETS_PER_ORIGIN } from "../config.ts";
 import { type AddressPolicy, portRefusal, refusalFor } from "./address-guard.ts";
 import { requireEgressFor } from "./egress.ts";
 import {
@@ -14,7 +13,6 @@ import {
 } from "./errors.ts";
 import { defineHandler } from "./registry.ts";
 import { signatureHeaders, type WebhookSigning } from "./signing.ts";
-import { WebhookAgents } from "./webhook-agents.ts";
 
 /**
  * What Node's HTTP client sends, and nothing else: a header name is an RFC 9110 token, a value
@@ -58,13 +56,7 @@ export interface WebhookOptions {
   /** The tenant's signing secrets (current, and the previous one during a rotation's overlap). */
   readonly signing: Pick<WebhookSigning, "signingSecretsFor">;
   readonly policy: AddressPolicy;
-  /** From the moment a request has its socket to the end of the response. */
   readonly timeoutMs: number;
-  /**
-   * Connection pools per tenant (`webhook-agents.ts`).
-   * @default pools of this handler's own, DEFAULT_WEBHOOK_SOCKETS_PER_ORIGIN sockets per origin
-   */
-  readonly agents?: WebhookAgents;
 }
 
 /** Node's codes for a request it will not build from these headers. */
@@ -78,7 +70,6 @@ const RETRYABLE_STATUS = (status: number) => status === 408 || status === 429 ||
  * is checked is the address that is connected to (no DNS-rebinding gap).
  */
 export function webhookHandler(options: WebhookOptions) {
-  const agents = options.agents ?? new WebhookAgents(DEFAULT_WEBHOOK_SOCKETS_PER_ORIGIN);
   return defineHandler(
     "webhook",
     webhookPayload,
@@ -115,12 +106,15 @@ export function webhookHandler(options: WebhookOptions) {
         ...signatureHeaders(secrets, context.id, new Date(), body),
       };
       if (body) headers["content-length"] = String(Buffer.byteLength(body));
-      const response = await send(url, payload.method, headers, body, {
-        lookup: guardedLookup(options.policy),
-        agent: agents.agentFor(context.tenant, url.protocol),
-        signal: context.signal,
-        timeoutMs: options.timeoutMs,
-      }).catch((error: unknown) => {
+      const signal = AbortSignal.any([context.signal, AbortSignal.timeout(options.timeoutMs)]);
+      const response = await send(
+        url,
+        payload.method,
+        headers,
+        body,
+        guardedLookup(options.policy),
+        signal,
+      ).catch((error: unknown) => {
         if (error instanceof ForbiddenAddressError) throw error;
         const failed = WebhookRequestError.from(url, error);
         // Node refused to build the request from the payload (payloads stored before their headers
@@ -163,48 +157,31 @@ function guardedLookup(policy: AddressPolicy): LookupFunction {
   };
 }
 
-/**
- * One request. `signal` (the handler's deadline) bounds all of it, the wait for a pooled socket
- * included; `timeoutMs` starts once the request has its socket, so a request that waited its turn
- * in the tenant's pool is not cut short for it, and a timeout still means the receiver was slow.
- */
 function send(
   url: URL,
   method: string,
   headers: Record<string, string>,
   body: string,
-  how: { lookup: LookupFunction; agent: Agent; signal: AbortSignal; timeoutMs: number },
+  lookup: LookupFunction,
+  signal: AbortSignal,
 ): Promise<{ status: number; excerpt: string }> {
   return new Promise((resolve, reject) => {
-    let timer: NodeJS.Timeout | undefined;
-    const settle =
-      <T>(fn: (value: T) => void) =>
-      (value: T) => {
-        clearTimeout(timer);
-        fn(value);
-      };
     const request = (url.protocol === "https:" ? httpsRequest : httpRequest)(
       url,
-      { method, headers, lookup: how.lookup, agent: how.agent, signal: how.signal },
+      { method, headers, lookup, signal },
       (response: IncomingMessage) => {
         let excerpt = "";
         response.setEncoding("utf8");
         response.on("data", (chunk: string) => {
           if (excerpt.length < 300) excerpt += chunk;
         });
-        response.on(
-          "end",
-          settle(() => resolve({ status: response.statusCode ?? 0, excerpt: excerpt.slice(0, 300).trim() })),
+        response.on("end", () =>
+          resolve({ status: response.statusCode ?? 0, excerpt: excerpt.slice(0, 300).trim() }),
         );
-        response.on("error", settle(reject));
+        response.on("error", reject);
       },
     );
-    request.once("socket", () => {
-      timer = setTimeout(() => {
-        request.destroy(new DOMException(`no response within ${how.timeoutMs} ms`, "TimeoutError"));
-      }, how.timeoutMs);
-    });
-    request.on("error", settle(reject));
+    request.on("error", reject);
     request.end(body);
   });
 }
