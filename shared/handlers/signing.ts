@@ -106,14 +106,18 @@ const DERIVED_CACHE_SIZE = 10_000;
 
 const SECRET_PREFIX = "whsec_";
 
-/** The key bytes of a `whsec_` secret, decoded once per secret. */
+/**
+ * The key bytes of a `whsec_` secret, decoded once per secret. Node's base64 decoder skips what it
+ * cannot read, where the package's throws: a secret that does not decode to the same text (or to
+ * nothing) is refused here too, so nothing is signed with a key a receiver's library would reject.
+ */
 function keyBytesOf(secret: string): Buffer {
   let key = keys.get(secret);
   if (!key) {
-    key = Buffer.from(
-      secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret,
-      "base64",
-    );
+    const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+    key = Buffer.from(encoded, "base64");
+    if (key.length === 0 || key.toString("base64") !== encoded)
+      throw new Error("a webhook secret must be `whsec_` and the standard base64 of its key bytes");
     if (keys.size >= DERIVED_CACHE_SIZE) keys.clear();
     keys.set(secret, key);
   }
