@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { type RunningStack, startLocalStack } from "../shared/local/stack.ts";
-import { freePort, type RedisServer, startRedisServer } from "../test/support/redis-servers.ts";
+import { freePorts, type RedisServer, startRedisServer } from "../test/support/redis-servers.ts";
 
 export interface BenchStack {
   readonly redisServer: RedisServer;
@@ -18,13 +18,14 @@ export interface BenchStack {
  */
 export async function startBenchStack(options: { fauxqs?: FauxqsPlacement } = {}): Promise<BenchStack> {
   const redisServer = await startRedisServer();
-  const sqsPort = await freePort();
+  // Distinct (held together while picked), so two of the stack's servers never get the same port.
+  const [sqsPort, dynamoPort] = (await freePorts(2)) as [number, number];
   // The layout before fauxqs had a process of its own, for side-by-side figures: the stack reuses
   // a server already answering on its port.
   const inProcess = options.fauxqs === "process" ? await fauxqsInThisProcess(sqsPort) : undefined;
   const stack = await startLocalStack({
     redisUrl: redisServer.url,
-    dynamoPort: await freePort(),
+    dynamoPort,
     sqsPort,
     dataDir: ".hourglass/bench",
     persist: false,

@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
+import { freePorts } from "../support/redis-servers.ts";
 
 /**
  * `npm start` as a user runs it, on ports of its own (never the shared stack's), stopped every way
@@ -31,14 +32,6 @@ afterEach(async () => {
   }
 });
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const { port } = server.address() as { port: number };
-  await new Promise((done) => server.close(done));
-  return port;
-}
-
 function listening(port: number): Promise<boolean> {
   return new Promise((done) => {
     const socket = createConnection({ host: "127.0.0.1", port });
@@ -62,12 +55,9 @@ function userEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 
 /** `npm start` in a process group of its own, as a terminal would run it. */
 async function start(extra: Record<string, string> = {}): Promise<Started> {
-  const ports = {
-    http: await freePort(),
-    redis: await freePort(),
-    dynamodb: await freePort(),
-    sqs: await freePort(),
-  };
+  // Distinct: four ports taken one after another once gave the API and Redis the same one.
+  const [http, redis, dynamodb, sqs] = (await freePorts(4)) as [number, number, number, number];
+  const ports = { http, redis, dynamodb, sqs };
   const dataDir = mkdtempSync(join(tmpdir(), "hg-runtime-"));
   let text = "";
   const npm = spawn("npm", ["start"], {

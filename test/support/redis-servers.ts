@@ -1,6 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { type AddressInfo, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -8,16 +8,33 @@ import { Redis } from "ioredis";
 
 /** A port nothing listens on now, whose cluster bus port (+10000) is free too. */
 export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
+  const [port] = await freePorts(1);
+  return port!;
+}
+
+/**
+ * `count` distinct ports nothing listens on now (each with its cluster bus port, +10000, in range).
+ * All are held open until every one is bound: ports taken one after another, each closed before the
+ * next, may come back twice (the kernel may hand out a port it just freed), and two servers of one
+ * stack on the same port fail to start ("already in use").
+ */
+export async function freePorts(count: number): Promise<number[]> {
+  const held: Server[] = [];
+  try {
+    while (held.length < count) {
       const server = createServer();
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address();
-        server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(0, "127.0.0.1", () => resolve());
       });
-    });
-    if (port > 0 && port + 10_000 < 65_536) return port;
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      if (port > 0 && port + 10_000 < 65_536) held.push(server);
+      else await new Promise((done) => server.close(done));
+    }
+    return held.map((server) => (server.address() as AddressInfo).port);
+  } finally {
+    await Promise.all(held.map((server) => new Promise((done) => server.close(done))));
   }
 }
 
