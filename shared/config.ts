@@ -81,6 +81,12 @@ const modeDefaults: Record<
   },
 };
 
+/**
+ * Webhook requests one worker process has in flight at once to one origin, per tenant: enough to
+ * keep a receiver busy, few enough that a burst goes through in turn instead of all at once.
+ */
+export const DEFAULT_WEBHOOK_REQUESTS_PER_ORIGIN = 64;
+
 const schema = z.object({
   HOURGLASS_MODE: z.enum(["local", "aws"]).optional(),
   HOURGLASS_REDIS_URL: url(["redis", "rediss"]).default("redis://127.0.0.1:6379"),
@@ -152,6 +158,7 @@ const schema = z.object({
     .regex(/^arn:[^,]+(,arn:[^,]+)*$/, "secret ARNs separated by commas")
     .optional(),
   HOURGLASS_WEBHOOK_TIMEOUT_MS: int(100, 900_000).default(10_000),
+  HOURGLASS_WEBHOOK_REQUESTS_PER_ORIGIN: int(1, 10_000).default(DEFAULT_WEBHOOK_REQUESTS_PER_ORIGIN),
   HOURGLASS_LAMBDA_TARGETS: z
     .string()
     .transform((text, ctx) => {
@@ -289,6 +296,8 @@ export interface HourglassConfig {
     /** The deployment's master secret, from which each tenant's signing secret is derived. */
     readonly secret: string | undefined;
     readonly timeoutMs: number;
+    /** Requests in flight at once from one worker process, per tenant and origin. */
+    readonly requestsPerOrigin: number;
   };
   /** Event types handled by a Lambda function of the user's: type → function name or ARN. */
   readonly lambdaTargets: Readonly<Record<string, string>>;
@@ -456,6 +465,7 @@ export function loadConfig(
           : new Set<number>(),
       secret: e.HOURGLASS_WEBHOOK_SECRET ?? (mode === "local" ? LOCAL_WEBHOOK_SECRET : undefined),
       timeoutMs: e.HOURGLASS_WEBHOOK_TIMEOUT_MS,
+      requestsPerOrigin: e.HOURGLASS_WEBHOOK_REQUESTS_PER_ORIGIN,
     },
     lambdaTargets: e.HOURGLASS_LAMBDA_TARGETS ?? {},
     apiTokens: new Map(

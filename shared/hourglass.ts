@@ -14,6 +14,7 @@ import { lambdaTarget } from "./handlers/lambda-target.ts";
 import { type HandlerDefinition, HandlerRegistry } from "./handlers/registry.ts";
 import { DynamoSigningStateStore, WebhookSigning } from "./handlers/signing.ts";
 import { webhookHandler } from "./handlers/webhook.ts";
+import { WebhookSlots } from "./handlers/webhook-slots.ts";
 import { EventJournal } from "./journal/journal.ts";
 import { LeaseService } from "./leases/lease-service.ts";
 import { HoldAdmission } from "./ledger/admission.ts";
@@ -117,6 +118,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
         refusedPorts: config.webhook.refusedPorts,
       },
       timeoutMs: config.webhook.timeoutMs,
+      slots: new WebhookSlots(config.webhook.requestsPerOrigin),
     }),
     ...lambdaTargets(config),
     ...(options.handlers ?? []),

@@ -296,6 +296,8 @@ export class Worker {
       lateMs: event.lateMs,
     });
     const controller = new AbortController();
+    // Real time, as the timer runs, whatever clock the worker judges due times by.
+    const timerStartedAt = performance.now();
     const timer = setTimeout(() => controller.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
     const aborted = new Promise<never>((_, reject) =>
       controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true }),
@@ -310,6 +312,7 @@ export class Worker {
           runAt: new Date(event.message.runAt),
           logger,
           signal: controller.signal,
+          remainingMs: () => timeoutMs - (performance.now() - timerStartedAt),
           ...occurrenceContext(event.id),
         }),
         aborted,

@@ -68,6 +68,24 @@ export class DependencyUnavailableError extends Error {
   }
 }
 
+/**
+ * Every one of this worker's request slots to the webhook's origin stayed busy, for this tenant,
+ * for as long as the handler could wait and still give the receiver its whole timeout
+ * (`webhook-slots.ts`). The receiver is not at fault, so the attempt is not counted: retried with
+ * backoff, as when a dependency is down.
+ */
+export class WebhookSlotsBusyError extends DependencyUnavailableError {
+  constructor(
+    readonly origin: string,
+    readonly slots: number,
+    readonly waitedMs: number,
+  ) {
+    super(`a webhook request slot to ${origin}`);
+    this.message = `all ${slots} of this tenant's webhook request slots to ${origin} stayed busy for ${Math.round(waitedMs)} ms; the attempt is not counted`;
+    this.name = "WebhookSlotsBusyError";
+  }
+}
+
 /** Registering the same event type twice is a programming error, found at startup. */
 export class DuplicateHandlerError extends Error {
   constructor(readonly type: string) {

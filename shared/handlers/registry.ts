@@ -14,6 +14,12 @@ export interface HandlerContext {
   readonly occurrenceAt?: Date;
   /** Aborted at the handler's deadline; pass it to fetch and friends. */
   readonly signal: AbortSignal;
+  /**
+   * Milliseconds left until the worker ends this attempt (`signal` aborts then), as Lambda's
+   * `getRemainingTimeInMillis`: the attempt has the least of the handler's `timeoutMs`, the
+   * worker's HOURGLASS_HANDLER_TIMEOUT_SECONDS and what the Lambda invocation has left.
+   */
+  remainingMs(): number;
 }
 
 export interface HandlerOptions {

@@ -3,6 +3,7 @@ import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { z } from "zod";
+import { DEFAULT_WEBHOOK_REQUESTS_PER_ORIGIN } from "../config.ts";
 import { type AddressPolicy, portRefusal, refusalFor } from "./address-guard.ts";
 import { requireEgressFor } from "./egress.ts";
 import {
@@ -11,8 +12,9 @@ import {
   NonRetryableError,
   WebhookRequestError,
 } from "./errors.ts";
-import { defineHandler } from "./registry.ts";
+import { defineHandler, type HandlerContext } from "./registry.ts";
 import { signatureHeaders, type WebhookSigning } from "./signing.ts";
+import { WebhookSlots } from "./webhook-slots.ts";
 
 /**
  * What Node's HTTP client sends, and nothing else: a header name is an RFC 9110 token, a value
@@ -56,7 +58,13 @@ export interface WebhookOptions {
   /** The tenant's signing secrets (current, and the previous one during a rotation's overlap). */
   readonly signing: Pick<WebhookSigning, "signingSecretsFor">;
   readonly policy: AddressPolicy;
+  /** One request, from the moment it has one of `slots` to the end of the response. */
   readonly timeoutMs: number;
+  /**
+   * Requests in flight at once per tenant and origin (`webhook-slots.ts`).
+   * @default slots of this handler's own, DEFAULT_WEBHOOK_REQUESTS_PER_ORIGIN per origin
+   */
+  readonly slots?: WebhookSlots;
 }
 
 /** Node's codes for a request it will not build from these headers. */
@@ -70,6 +78,7 @@ const RETRYABLE_STATUS = (status: number) => status === 408 || status === 429 ||
  * is checked is the address that is connected to (no DNS-rebinding gap).
  */
 export function webhookHandler(options: WebhookOptions) {
+  const slots = options.slots ?? new WebhookSlots(DEFAULT_WEBHOOK_REQUESTS_PER_ORIGIN);
   return defineHandler(
     "webhook",
     webhookPayload,
@@ -95,39 +104,52 @@ export function webhookHandler(options: WebhookOptions) {
         if (error instanceof NonRetryableError) throw error;
         throw new DependencyUnavailableError("the webhook signing state", { cause: error });
       });
-      const headers: Record<string, string> = {
-        "user-agent": "Hourglass-Webhook/1",
-        ...(payload.body !== undefined &&
-          typeof payload.body !== "string" && { "content-type": "application/json" }),
-        ...withoutReserved(payload.headers),
-        // Information only: the signed fields are webhook-id (the same event id) and the body.
-        "hourglass-event-id": context.id,
-        "hourglass-attempt": String(context.attempt),
-        ...signatureHeaders(secrets, context.id, new Date(), body),
-      };
-      if (body) headers["content-length"] = String(Buffer.byteLength(body));
-      const signal = AbortSignal.any([context.signal, AbortSignal.timeout(options.timeoutMs)]);
-      const response = await send(
-        url,
-        payload.method,
-        headers,
-        body,
-        guardedLookup(options.policy),
-        signal,
-      ).catch((error: unknown) => {
-        if (error instanceof ForbiddenAddressError) throw error;
-        const failed = WebhookRequestError.from(url, error);
-        // Node refused to build the request from the payload (payloads stored before their headers
-        // were validated): every attempt would fail alike, so it goes to the dead letters now.
-        if (UNSENDABLE.has(failed.code)) throw new NonRetryableError(failed.message, { cause: error });
-        throw failed;
-      });
+      // Waiting for a slot may take what the attempt has beyond the request's own timeout, never
+      // the receiver's time; past that the attempt is given back (WebhookSlotsBusyError).
+      const waitMs = context.remainingMs() - options.timeoutMs;
+      const response = await slots.run(context.tenant, url.origin, waitMs, () =>
+        signAndSend(url, payload, body, secrets, context, options),
+      );
       if (response.status >= 200 && response.status < 300) return;
       const detail = `webhook answered ${response.status}${response.excerpt ? `: ${response.excerpt}` : ""}`;
       if (RETRYABLE_STATUS(response.status)) throw new Error(detail);
       throw new NonRetryableError(detail);
     },
-    { timeoutMs: options.timeoutMs },
+    // The request's timeout, and as long again to wait for a slot.
+    { timeoutMs: 2 * options.timeoutMs },
+  );
+}
+
+/** Signed when its slot is free, so the timestamp is the send's, not the start of the wait. */
+async function signAndSend(
+  url: URL,
+  payload: WebhookPayload,
+  body: string,
+  secrets: Awaited<ReturnType<WebhookOptions["signing"]["signingSecretsFor"]>>,
+  context: HandlerContext,
+  options: WebhookOptions,
+): Promise<{ status: number; excerpt: string }> {
+  const headers: Record<string, string> = {
+    "user-agent": "Hourglass-Webhook/1",
+    ...(payload.body !== undefined &&
+      typeof payload.body !== "string" && { "content-type": "application/json" }),
+    ...withoutReserved(payload.headers),
+    // Information only: the signed fields are webhook-id (the same event id) and the body.
+    "hourglass-event-id": context.id,
+    "hourglass-attempt": String(context.attempt),
+    ...signatureHeaders(secrets, context.id, new Date(), body),
+  };
+  if (body) headers["content-length"] = String(Buffer.byteLength(body));
+  const signal = AbortSignal.any([context.signal, AbortSignal.timeout(options.timeoutMs)]);
+  return send(url, payload.method, headers, body, guardedLookup(options.policy), signal).catch(
+    (error: unknown) => {
+      if (error instanceof ForbiddenAddressError) throw error;
+      const failed = WebhookRequestError.from(url, error);
+      // Node refused to build the request from the payload (payloads stored before their headers
+      // were validated): every attempt would fail alike, so it goes to the dead letters now.
+      if (UNSENDABLE.has(failed.code)) throw new NonRetryableError(failed.message, { cause: error });
+      throw failed;
+    },
   );
 }
 

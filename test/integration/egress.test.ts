@@ -43,6 +43,7 @@ const context: HandlerContext = {
   runAt: new Date(),
   logger: silentLogger,
   signal: new AbortController().signal,
+  remainingMs: () => 60_000,
 };
 
 const signing = {

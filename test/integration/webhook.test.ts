@@ -67,6 +67,7 @@ const context = (tenant = "t", signal = new AbortController().signal): HandlerCo
   runAt: new Date(),
   logger: silentLogger,
   signal,
+  remainingMs: () => 60_000,
 });
 
 const run = (payload: unknown, options = { allowPrivate: true, timeoutMs: 2_000 }, tenant = "t") => {

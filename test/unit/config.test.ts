@@ -114,6 +114,15 @@ describe("webhook targets (issue 9)", () => {
     );
   });
 
+  it("caps webhook requests per tenant and origin at 64 a worker process unless told otherwise", () => {
+    expect(loadConfig({}).webhook.requestsPerOrigin).toBe(64);
+    expect(loadConfig({ HOURGLASS_WEBHOOK_REQUESTS_PER_ORIGIN: "1" }).webhook.requestsPerOrigin).toBe(1);
+    for (const odd of ["0", "10001", "2.5", "many"])
+      expect(() => loadConfig({ HOURGLASS_WEBHOOK_REQUESTS_PER_ORIGIN: odd }), odd).toThrow(
+        /HOURGLASS_WEBHOOK_REQUESTS_PER_ORIGIN/,
+      );
+  });
+
   it("never allows loopback on AWS, where it is the Lambda Runtime API, even with private targets on", () => {
     const config = loadConfig({
       AWS_LAMBDA_FUNCTION_NAME: "worker",

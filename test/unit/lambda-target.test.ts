@@ -31,6 +31,7 @@ const context = {
   runAt: new Date("2027-01-01T00:00:00Z"),
   logger: silentLogger,
   signal: new AbortController().signal,
+  remainingMs: () => 60_000,
 };
 
 describe("lambdaTarget", () => {
