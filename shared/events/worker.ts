@@ -14,7 +14,7 @@ import type { DispatchMessage } from "../model/message.ts";
 import { parseOccurrenceId } from "../model/occurrence-id.ts";
 import { callbackEventFor, type FinalOutcome } from "../notifications/callbacks.ts";
 import { notify, notifyDispatched } from "../notifications/publish.ts";
-import { backoffDelay } from "./backoff.ts";
+import { retryDelay } from "./backoff.ts";
 import type { EngineDeps } from "./deps.ts";
 import { HandlerTimeoutError, JournalItemMissingError, NotDueBeforeDeadlineError } from "./errors.ts";
 import { directDispatchHorizon } from "./pause.ts";
@@ -384,7 +384,7 @@ export class Worker {
     // The platform failed, not the handler: retried with backoff, and the attempt is given back.
     const refund = error instanceof DependencyUnavailableError;
     if (refund || (!(error instanceof NonRetryableError) && done.attempt < maxAttempts)) {
-      const nextRunAt = endedAt + backoffDelay(done.attempt, body.backoff, config.retry);
+      const nextRunAt = endedAt + retryDelay(error, done.attempt, body.backoff, config.retry);
       const attempts = refund ? done.attempt - 1 : done.attempt;
       if (
         journal &&

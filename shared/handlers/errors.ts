@@ -59,29 +59,35 @@ export class WebhookRequestError extends Error {
  * turns a healthy receiver's event into a dead letter (found by the chaos soak, seed 6).
  */
 export class DependencyUnavailableError extends Error {
+  /** When trying again is worth it, if the dependency can tell: the retry waits at least this. */
+  readonly retryAfterMs: number | undefined;
+
   constructor(
     readonly dependency: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterMs?: number },
   ) {
     super(`${dependency} is unavailable; the attempt is not counted`, options);
     this.name = "DependencyUnavailableError";
+    this.retryAfterMs = options?.retryAfterMs;
   }
 }
 
 /**
- * Every one of this worker's request slots to the webhook's origin stayed busy, for this tenant,
- * for as long as the handler could wait and still give the receiver its whole timeout
- * (`webhook-slots.ts`). The receiver is not at fault, so the attempt is not counted: retried with
- * backoff, as when a dependency is down.
+ * Every one of this worker's request slots to the webhook's origin is taken by this tenant's
+ * requests, and the turn would not come while the attempt could still give the receiver its whole
+ * timeout (`webhook-slots.ts`). Waiting for a slot is the platform's own pacing, so the attempt is
+ * not counted: retried once the requests ahead should be done (`retryAfterMs`), as when a
+ * dependency is down. A receiver that hangs still spends the attempts of the requests it holds.
  */
 export class WebhookSlotsBusyError extends DependencyUnavailableError {
   constructor(
     readonly origin: string,
     readonly slots: number,
     readonly waitedMs: number,
+    retryAfterMs: number,
   ) {
-    super(`a webhook request slot to ${origin}`);
-    this.message = `all ${slots} of this tenant's webhook request slots to ${origin} stayed busy for ${Math.round(waitedMs)} ms; the attempt is not counted`;
+    super(`a webhook request slot to ${origin}`, { retryAfterMs });
+    this.message = `all ${slots} of this tenant's webhook request slots to ${origin} are busy (waited ${Math.round(Math.max(0, waitedMs))} ms, about ${Math.round(retryAfterMs)} ms of requests ahead); the attempt is not counted`;
     this.name = "WebhookSlotsBusyError";
   }
 }

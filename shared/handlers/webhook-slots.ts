@@ -1,6 +1,18 @@
 import { Semaphore } from "async-mutex";
 import { WebhookSlotsBusyError } from "./errors.ts";
 
+/** Weight of the newest request in a pair's running mean of request durations. */
+const MEAN_WEIGHT = 0.2;
+
+/** One tenant's requests to one origin in this process. */
+interface Pair {
+  readonly semaphore: Semaphore;
+  /** Requests queued for a slot now (those that gave up excluded). */
+  waiting: number;
+  /** Running mean of how long a request held its slot; undefined until one finished. */
+  meanMs: number | undefined;
+}
+
 /**
  * How many webhook requests one worker process has in flight at once to one origin, per tenant.
  *
@@ -11,12 +23,16 @@ import { WebhookSlotsBusyError } from "./errors.ts";
  * tenant: a tenant whose receiver is slow fills only its own slots, never another tenant's to
  * the same host (invariant 7).
  *
- * A wait for a slot is bounded by the caller (the handler's deadline less the request's own
- * timeout, so the wait never eats into the receiver's time); a wait that runs out throws
- * `WebhookSlotsBusyError`, which the worker retries without counting the attempt.
+ * A wait for a slot is bounded by the caller (what the attempt has left beyond the request's own
+ * timeout, so the wait never eats into the receiver's time). A request whose turn would not come
+ * within that bound, judged by the requests queued ahead and how long this pair's requests have
+ * been taking, is refused at once rather than after holding one of the worker's places for the
+ * whole wait (a slow receiver's backlog would crowd out other tenants' events); one whose wait runs
+ * out all the same is refused then. Either way `WebhookSlotsBusyError` says when to come back, and
+ * the worker retries it then without counting the attempt.
  */
 export class WebhookSlots {
-  private readonly semaphores = new Map<string, Semaphore>();
+  private readonly pairs = new Map<string, Pair>();
 
   /** @param perOrigin requests at once per tenant and origin (HOURGLASS_WEBHOOK_REQUESTS_PER_ORIGIN) */
   constructor(readonly perOrigin: number) {
@@ -30,13 +46,18 @@ export class WebhookSlots {
    */
   async run<T>(tenant: string, origin: string, waitMs: number, request: () => Promise<T>): Promise<T> {
     const key = `${tenant}\n${origin}`;
-    let semaphore = this.semaphores.get(key);
-    if (!semaphore) {
-      semaphore = new Semaphore(this.perOrigin);
-      this.semaphores.set(key, semaphore);
+    let pair = this.pairs.get(key);
+    if (!pair) {
+      pair = { semaphore: new Semaphore(this.perOrigin), waiting: 0, meanMs: undefined };
+      this.pairs.set(key, pair);
     }
-    const owner = semaphore;
-    const ticket = owner.acquire();
+    const owner = pair;
+    if (owner.semaphore.getValue() <= 0) {
+      const expected = this.expectedWaitMs(owner);
+      if (expected > waitMs) throw new WebhookSlotsBusyError(origin, this.perOrigin, 0, expected);
+    }
+    const ticket = owner.semaphore.acquire();
+    owner.waiting++;
     let timer: NodeJS.Timeout | undefined;
     const gaveUp = new Promise<undefined>((resolve) => {
       // Node fires a timer of more than 2^31 - 1 ms after 1 ms instead.
@@ -45,27 +66,40 @@ export class WebhookSlots {
     // A free slot is handed over within microtasks, before any timer (even one of 0 ms) fires.
     const turn = await Promise.race([ticket, gaveUp]);
     clearTimeout(timer);
+    owner.waiting--;
     if (!turn) {
       // Still queued: the slot, once it comes, is handed back at once.
       void ticket.then(([, release]) => this.free(key, owner, release));
-      throw new WebhookSlotsBusyError(origin, this.perOrigin, waitMs);
+      throw new WebhookSlotsBusyError(origin, this.perOrigin, waitMs, this.expectedWaitMs(owner));
     }
+    const startedAt = performance.now();
     try {
       return await request();
     } finally {
+      const tookMs = performance.now() - startedAt;
+      owner.meanMs =
+        owner.meanMs === undefined ? tookMs : owner.meanMs + MEAN_WEIGHT * (tookMs - owner.meanMs);
       this.free(key, owner, turn[1]);
     }
   }
 
   /** Tenant and origin pairs with a request in flight or waiting (idle pairs are forgotten). */
   get size(): number {
-    return this.semaphores.size;
+    return this.pairs.size;
   }
 
-  private free(key: string, semaphore: Semaphore, release: () => void): void {
+  /**
+   * How long one more request would wait for a slot: the queued requests ahead go through the
+   * slots a round at a time, and the round in flight is (on average) half done.
+   */
+  private expectedWaitMs(pair: Pair): number {
+    const mean = pair.meanMs ?? 0;
+    return (Math.floor(pair.waiting / this.perOrigin) + 0.5) * mean;
+  }
+
+  private free(key: string, pair: Pair, release: () => void): void {
     release();
     // A release hands the slot to the next waiter at once, so a full count means nobody waits.
-    if (semaphore.getValue() === this.perOrigin && this.semaphores.get(key) === semaphore)
-      this.semaphores.delete(key);
+    if (pair.semaphore.getValue() === this.perOrigin && this.pairs.get(key) === pair) this.pairs.delete(key);
   }
 }

@@ -13,8 +13,8 @@ import { eventually, type TestHourglass, testHourglass } from "../support/harnes
  * request that waited for a slot still gets the receiver's whole timeout, or is given back without
  * spending an attempt. Run outside a worker, a test could not see the worker's own timeout.
  */
-const HOLD_MS = 250;
-const TIMEOUT_MS = 400;
+const HOLD_MS = 300;
+const TIMEOUT_MS = 1_000;
 const SLOTS = 2;
 
 let hg: TestHourglass;
@@ -78,8 +78,9 @@ describe("webhook request slots in the worker", () => {
   it("sends a burst to one slow receiver in turn, none timed out and no attempt spent on waiting", async () => {
     const tenant = freshTenant("slots");
     const count = 12;
-    // 12 requests of 250 ms through 2 slots take 1.5 s: most wait longer than the request's own
-    // 400 ms timeout, and maxAttempts 1 would bury any that timed out or spent an attempt waiting.
+    // 12 requests of 300 ms through 2 slots take 1.8 s: the last wait longer than the attempt may
+    // (its 2 s less the request's own 1 s), so they are given back and come again; maxAttempts 1
+    // would bury any that timed out or spent an attempt waiting.
     const ids = await Promise.all(
       Array.from({ length: count }, (_, i) =>
         hg.events
@@ -101,7 +102,13 @@ describe("webhook request slots in the worker", () => {
       },
       30_000,
       "every webhook to finish",
-    );
+    ).catch(async (error: unknown) => {
+      // Where each one stands, for whoever reads the failure.
+      const events = await Promise.all(ids.map((id) => hg.events.get(tenant, id)));
+      throw new Error(
+        `${(error as Error).message}: ${JSON.stringify(events.map((e) => [e?.status, e?.attempts, e?.lastError]))}`,
+      );
+    });
     expect(finals.map((e) => e!.status)).toEqual(Array(count).fill("succeeded"));
     expect(finals.map((e) => e!.attempts)).toEqual(Array(count).fill(1));
     expect(mostAtOnce.get(tenant)).toBe(SLOTS);

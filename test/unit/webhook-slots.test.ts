@@ -22,6 +22,11 @@ function held<T = string>(value: T) {
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
+async function eventuallyStarted(state: { started: boolean }) {
+  for (let i = 0; i < 200 && !state.started; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  expect(state.started).toBe(true);
+}
+
 describe("WebhookSlots", () => {
   it("lets at most its count of one tenant's requests to one origin run at once, in arrival order", async () => {
     const slots = new WebhookSlots(2);
@@ -82,6 +87,33 @@ describe("WebhookSlots", () => {
     next.finish();
     expect(await after).toBe("next");
     await tick();
+    expect(slots.size).toBe(0);
+  });
+
+  it("refuses at once, with when to come back, a request whose turn would outlast the wait it may take", async () => {
+    const slots = new WebhookSlots(1);
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // Two requests of about 100 ms teach the pair how long its requests take; a third holds the slot.
+    const first = held("first");
+    const runs = [slots.run("t", "http://a", 10_000, first.request)];
+    runs.push(slots.run("t", "http://a", 10_000, () => sleep(100).then(() => "second")));
+    const third = held("third");
+    runs.push(slots.run("t", "http://a", 10_000, third.request));
+    await sleep(100);
+    first.finish();
+    await eventuallyStarted(third.state);
+    const askedAt = performance.now();
+    const refused = await slots.run("t", "http://a", 20, async () => "never").catch((e: unknown) => e);
+    expect(performance.now() - askedAt).toBeLessThan(15);
+    expect(refused).toBeInstanceOf(WebhookSlotsBusyError);
+    // Half a round of about 100 ms is ahead of it.
+    expect((refused as WebhookSlotsBusyError).retryAfterMs).toBeGreaterThan(40);
+    expect((refused as WebhookSlotsBusyError).retryAfterMs).toBeLessThan(200);
+    // One allowed to wait longer than that queues and gets its turn.
+    const patient = slots.run("t", "http://a", 5_000, async () => "patient");
+    third.finish();
+    expect(await patient).toBe("patient");
+    expect(await Promise.all(runs)).toEqual(["first", "second", "third"]);
     expect(slots.size).toBe(0);
   });
 
