@@ -71,7 +71,7 @@ describe("retryDelay", () => {
           expect(delay).toBeGreaterThanOrEqual(Math.min(hint, RETRY_AFTER_CAP_MS));
           expect(delay).toBeGreaterThanOrEqual(backoffDelay(attempt, undefined, defaults, () => r));
           expect(delay).toBeLessThanOrEqual(
-            Math.max(Math.min(hint * 1.5, RETRY_AFTER_CAP_MS), defaults.maxMs),
+            Math.max(Math.ceil(Math.min(hint * 1.5, RETRY_AFTER_CAP_MS)), defaults.maxMs),
           );
         },
       ),
