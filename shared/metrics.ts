@@ -16,6 +16,8 @@ export const METRIC = {
   lateness: "LatenessMs",
   succeeded: "Succeeded",
   retried: "Retried",
+  /** Of the retries, those given back (not counted against maxAttempts): a dependency was unavailable. */
+  givenBack: "GivenBack",
   deadLettered: "DeadLettered",
   dropped: "Dropped",
   notificationFailures: "NotificationFailures",
@@ -51,6 +53,7 @@ export function recordWork(metrics: Metrics, result: WorkResult) {
     held: METRIC.held,
   }[result.outcome];
   metrics.addMetric(counter, MetricUnit.Count, 1);
+  if (result.givenBack) metrics.addMetric(METRIC.givenBack, MetricUnit.Count, 1);
   if (result.outcome !== "dropped" && result.outcome !== "held" && result.lateMs !== undefined) {
     metrics.addMetric(METRIC.lateness, MetricUnit.Milliseconds, result.lateMs);
   }

@@ -31,6 +31,12 @@ export interface WorkResult {
   readonly attempt?: number;
   /** How long after runAt the handler started, in ms. Never negative. */
   readonly lateMs?: number;
+  /**
+   * A `retrying` attempt the platform gave back: a dependency was unavailable (the webhook's
+   * request slots, its signing state), so the attempt does not count against maxAttempts. Counted
+   * apart, so a receiver that keeps its events waiting shows as such rather than as failures.
+   */
+  readonly givenBack?: boolean;
 }
 
 export interface WorkerHooks {
@@ -247,7 +253,11 @@ export class Worker {
       recorded?.();
     }
     // succeed and fail never hold an event back; only `process` does, before the handler.
-    this.deps.metrics?.finished(tenant, body.type, result.outcome as Exclude<WorkOutcome, "held">);
+    this.deps.metrics?.finished(
+      tenant,
+      body.type,
+      result.givenBack ? "givenBack" : (result.outcome as Exclude<WorkOutcome, "held">),
+    );
     return result;
   }
 
@@ -440,13 +450,19 @@ export class Worker {
           now,
         );
       }
-      logger.warn("event failed; retrying", {
+      logger.warn(refund ? "event attempt given back; retrying" : "event failed; retrying", {
         id: done.id,
         attempt: done.attempt,
         retryInMs: nextRunAt - now,
         error: reason,
       });
-      return { outcome: "retrying", reason, attempt: done.attempt, lateMs: done.lateMs };
+      return {
+        outcome: "retrying",
+        reason,
+        attempt: done.attempt,
+        lateMs: done.lateMs,
+        ...(refund && { givenBack: true }),
+      };
     }
     if (
       journal &&

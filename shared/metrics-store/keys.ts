@@ -5,7 +5,8 @@
  * tenant's reads and writes touch one slot on Redis Cluster and never anyone else's keys.
  *
  * Fields: `<minute of the hour>|<type>|<series>`, the series being `c` (created), `s` (started),
- * `ok` (succeeded), `f` (failed: retried or dead-lettered) or `l<bucket>` (lateness at start).
+ * `ok` (succeeded), `f` (failed: retried or dead-lettered), `g` (given back: retried without
+ * counting, a dependency was unavailable) or `l<bucket>` (lateness at start).
  */
 export const HOUR_MS = 3_600_000;
 export const MINUTE_MS = 60_000;
@@ -19,7 +20,7 @@ export function hourOf(time: number): number {
   return Math.floor(time / HOUR_MS);
 }
 
-export const SERIES = ["created", "started", "succeeded", "failed"] as const;
+export const SERIES = ["created", "started", "succeeded", "failed", "givenBack"] as const;
 export type Series = (typeof SERIES)[number];
 
 export const SERIES_CODE: Record<Series, string> = {
@@ -27,6 +28,7 @@ export const SERIES_CODE: Record<Series, string> = {
   started: "s",
   succeeded: "ok",
   failed: "f",
+  givenBack: "g",
 };
 
 export function field(time: number, type: string, code: string): string {

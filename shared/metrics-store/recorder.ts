@@ -4,12 +4,17 @@ import { latenessBucket } from "./histogram.ts";
 import { field, HOUR_MS, hourOf, metricsKey, RETAIN_MS, SERIES_CODE } from "./keys.ts";
 import { entry } from "./maps.ts";
 
+export type FinishedOutcome = "succeeded" | "retrying" | "givenBack" | "dead" | "dropped";
+
 /** What the engine reports; every call is synchronous and cheap, so a hook costs one line. */
 export interface EngineMetrics {
   created(tenant: string, type: string): void;
   started(tenant: string, type: string, lateMs: number): void;
-  /** The outcome of a handler run: `retrying` and `dead` count as failed; `dropped` is not a run. */
-  finished(tenant: string, type: string, outcome: "succeeded" | "retrying" | "dead" | "dropped"): void;
+  /**
+   * The outcome of a handler run: `retrying` and `dead` count as failed; `givenBack` is a retry
+   * that did not count against maxAttempts (see WorkResult.givenBack); `dropped` is not a run.
+   */
+  finished(tenant: string, type: string, outcome: FinishedOutcome): void;
 }
 
 /**
@@ -41,8 +46,9 @@ export class MetricsRecorder implements EngineMetrics {
     this.add(tenant, type, `l${latenessBucket(lateMs)}`);
   }
 
-  finished(tenant: string, type: string, outcome: "succeeded" | "retrying" | "dead" | "dropped"): void {
+  finished(tenant: string, type: string, outcome: FinishedOutcome): void {
     if (outcome === "succeeded") this.add(tenant, type, SERIES_CODE.succeeded);
+    else if (outcome === "givenBack") this.add(tenant, type, SERIES_CODE.givenBack);
     else if (outcome !== "dropped") this.add(tenant, type, SERIES_CODE.failed);
   }
 

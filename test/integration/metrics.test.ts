@@ -72,6 +72,33 @@ describe("GET /v1/metrics", () => {
     expect(sum(other.json.total.created)).toBe(0);
   });
 
+  it("counts an attempt given back (a dependency unavailable) as given back, not as failed", async () => {
+    const { api, hg } = served;
+    const created = await api.call(
+      "POST",
+      "/v1/events",
+      { type: "test.record", delaySeconds: 1, payload: { unavailableRuns: 2 } },
+      beta,
+    );
+    expect(created.status).toBe(201);
+    await eventually(
+      async () => (await hg.events.get("beta", created.json.id)).status === "succeeded" || undefined,
+      20_000,
+    );
+    const sum = (series: number[] | undefined) => (series ?? []).reduce((a, b) => a + b, 0);
+    const type = await eventually(async () => {
+      await hg.metrics.flush();
+      const { json } = await api.call("GET", "/v1/metrics", undefined, beta);
+      const counts = json.types?.["test.record"];
+      return (counts && sum(counts.succeeded) === 1 && counts) || undefined;
+    });
+    expect(sum(type.started)).toBe(3);
+    expect(sum(type.givenBack)).toBe(2);
+    expect(sum(type.failed)).toBe(0);
+    // Given back means not counted: the run that succeeded was the event's first attempt.
+    expect(rec.runsOf(created.json.id).map((run) => run.attempt)).toEqual([1, 1, 1]);
+  });
+
   it("keeps its keys on the tenant's hash tag, with an expiry (they are not part of the index)", async () => {
     const { hg } = served;
     const key = metricsKey(hg.config.keyPrefix, "alpha", hourOf(Date.now()));

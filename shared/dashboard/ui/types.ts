@@ -57,6 +57,7 @@ export interface TypeMetrics {
   started: number[];
   succeeded: number[];
   failed: number[];
+  givenBack: number[];
   latenessP50Ms: (number | null)[];
   latenessP99Ms: (number | null)[];
   lateness: {

@@ -16,6 +16,10 @@ const TypeMetricsSchema = z
     started: perMinute,
     succeeded: perMinute,
     failed: perMinute.openapi({ description: "Handler runs that failed: retried or dead-lettered" }),
+    givenBack: perMinute.openapi({
+      description:
+        "Attempts given back and retried without counting against maxAttempts: a dependency was unavailable (a webhook origin's request slots were all busy, or its signing state could not be read)",
+    }),
     latenessP50Ms: z.array(z.number().int().nullable()),
     latenessP99Ms: z.array(z.number().int().nullable()),
     lateness: z.object({

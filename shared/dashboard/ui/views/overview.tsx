@@ -120,13 +120,14 @@ function MetricsPanel({ metrics }: { metrics: Metrics }) {
       <div>
         <h3>Throughput per minute</h3>
         <Chart
-          label={`Events per minute: ${sum(t.created)} created, ${sum(t.started)} started, ${sum(t.succeeded)} succeeded, ${sum(t.failed)} failed in the window.`}
+          label={`Events per minute: ${sum(t.created)} created, ${sum(t.started)} started, ${sum(t.succeeded)} succeeded, ${sum(t.failed)} failed, ${sum(t.givenBack)} given back in the window.`}
           x={x}
           series={[
             { label: "created", color: PALETTE[0]!, values: t.created },
             { label: "started", color: PALETTE[5]!, values: t.started },
             { label: "succeeded", color: PALETTE[1]!, values: t.succeeded },
             { label: "failed", color: PALETTE[2]!, values: t.failed },
+            { label: "given back", color: PALETTE[3]!, values: t.givenBack },
           ]}
         />
       </div>
