@@ -1,6 +1,7 @@
 import { runWorkerProcess } from "../shared/local/worker-process.ts";
 import { silentLogger } from "../shared/logger.ts";
 import { noop, type Sample, sampleStart } from "./hourglass.ts";
+import { SqsEventCounter } from "./sqs-events.ts";
 
 /**
  * The benchmark's worker process, as `npm start` runs `shared/local/worker-main.ts` (a
@@ -52,8 +53,9 @@ function callName(service: string, commandName: string | undefined, input: unkno
   return `${service}:${(commandName ?? "?").replace(/Command$/, "")}${table}`;
 }
 
+const sqsEvents = new SqsEventCounter();
+
 function itemsOf(name: string, input: unknown, output: unknown): number {
-  if (name === "sqs:ReceiveMessage")
-    return (output as { Messages?: unknown[] } | undefined)?.Messages?.length ?? 0;
+  if (name.startsWith("sqs:")) return sqsEvents.count(name.slice(4), input, output);
   return (input as { Entries?: unknown[] }).Entries?.length ?? 1;
 }

@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import { startRuntime } from "../shared/local/runtime.ts";
 import { benchHourglass, enqueueBatch } from "./hourglass.ts";
 import { cpuMsOfPids, dynamoLocalCpuMs, pidsOf } from "./process-cpu.ts";
+import { SqsEventCounter } from "./sqs-events.ts";
 import { startBenchStack } from "./stack.ts";
 import { lateness, payloadOf, percentile, sleep, until } from "./stats.ts";
 
@@ -59,6 +60,7 @@ if (Number(values.preload) > 0) {
   await first.hourglass.close();
 }
 const { hourglass, samples, workers } = await benchHourglass("full", redisServer.url);
+const sqsEvents = new SqsEventCounter();
 const middleware =
   (service: string) =>
   (next: (args: unknown) => Promise<{ output?: unknown }>, context: { commandName?: string }) =>
@@ -70,8 +72,8 @@ const middleware =
       | { Messages?: unknown[]; Responses?: Record<string, unknown[]> }
       | undefined;
     const items =
-      command === "ReceiveMessage"
-        ? (output?.Messages?.length ?? 0)
+      service === "sqs"
+        ? sqsEvents.count(command, input, output)
         : command.endsWith("Batch")
           ? (input?.Entries?.length ?? 0)
           : command === "BatchGetItem"
@@ -238,14 +240,14 @@ function cpuShares(): string[] {
   }
   return rows;
 }
-/** How full the polls were while the burst drained: 10 a poll is SQS's most. */
+/** How full the polls were while the burst drained, in events (10 messages a poll is SQS's most). */
 function receivesInBurst() {
   const polls = (calls["sqs:ReceiveMessage"] ?? []).filter((c) => c.at >= dueAt && c.at <= lastStart);
-  const messages = polls.reduce((sum, c) => sum + c.items, 0);
+  const events = polls.reduce((sum, c) => sum + c.items, 0);
   return {
     polls: polls.length,
-    messagesPerPoll: Number((messages / Math.max(1, polls.length)).toFixed(1)),
-    full: polls.filter((c) => c.items === 10).length,
+    eventsPerPoll: Number((events / Math.max(1, polls.length)).toFixed(1)),
+    full: polls.filter((c) => c.items >= 10).length,
     empty: polls.filter((c) => c.items === 0).length,
   };
 }
@@ -297,7 +299,7 @@ const report = {
   ],
   lastStartAfterDueMs: lastStart - dueAt,
   "receives from the due time to the last start": receivesInBurst(),
-  "per second after the due time: messages received / handlers started / outcomes written": timeline(),
+  "per second after the due time: events received / handlers started / outcomes written": timeline(),
   "cores per process, each 500 ms from 1 s before the due time": cpuShares(),
   requests: Object.fromEntries(Object.entries(calls).map(([k, v]) => [k, v.length])),
   window: {

@@ -4,6 +4,7 @@ import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { LOCAL_MAX_IN_FLIGHT, LOCAL_POLLERS, startRuntime } from "../shared/local/runtime.ts";
 import { benchHourglass } from "./hourglass.ts";
+import { SqsEventCounter } from "./sqs-events.ts";
 import { type Lateness, lateness, until } from "./stats.ts";
 
 /**
@@ -63,11 +64,12 @@ export async function hourglassWebhooks(
   const receiver = await startReceiver();
   const { hourglass, samples, workers } = await benchHourglass("full", redisUrl);
   const sends: { at: number; entries: number }[] = [];
+  const sqsEvents = new SqsEventCounter();
   hourglass.sqs.middlewareStack.add(
     (next, context) => async (args) => {
       const result = await next(args);
-      const entries = (args.input as { Entries?: unknown[] }).Entries?.length ?? 0;
-      if (context.commandName === "SendMessageBatchCommand") sends.push({ at: Date.now(), entries });
+      if (context.commandName === "SendMessageBatchCommand")
+        sends.push({ at: Date.now(), entries: sqsEvents.count("SendMessageBatch", args.input, undefined) });
       return result;
     },
     { step: "initialize", name: "bench-last-send" },

@@ -60,6 +60,7 @@ const modeDefaults: Record<
     allowPrivate: boolean;
     dispatchLeaseSeconds: number;
     deliverAheadMs: number;
+    eventsPerMessage: number;
   }
 > = {
   // Locally a message is visible a few seconds before it is due and the worker holds it until
@@ -71,6 +72,9 @@ const modeDefaults: Record<
     allowPrivate: true,
     dispatchLeaseSeconds: 30,
     deliverAheadMs: 4_000,
+    // One local process receives thousands of messages a second in a burst: each costs it the
+    // SDK's parsing, a slot and a delete, so events due in the same second share one.
+    eventsPerMessage: 10,
   },
   aws: {
     tickMs: 60_000,
@@ -78,6 +82,9 @@ const modeDefaults: Record<
     allowPrivate: false,
     dispatchLeaseSeconds: 300,
     deliverAheadMs: 0,
+    // A Lambda batch of 10 messages would run ten times as many handlers at once as its memory
+    // and timeout were sized for; a deployment raises it knowingly (docs/deploy.md).
+    eventsPerMessage: 1,
   },
 };
 
@@ -124,6 +131,7 @@ const schema = z.object({
   HOURGLASS_TICK_MS: int(50, 300_000).optional(),
   HOURGLASS_LOOKAHEAD_SECONDS: int(0, 900).optional(),
   HOURGLASS_DELIVER_AHEAD_MS: int(0, 60_000).optional(),
+  HOURGLASS_EVENTS_PER_MESSAGE: int(1, 100).optional(),
   HOURGLASS_INDEX_HORIZON_SECONDS: int(1, 315_360_000).default(3_600),
   HOURGLASS_CLAIM_BATCH: int(1, 5_000).default(500),
   // Pacing (docs/flow-control.md, "Fairness between tenants"): events of one shard handed out and
@@ -261,6 +269,12 @@ export interface HourglassConfig {
    * second below); the worker holds it until it is due. At most the look-ahead.
    */
   readonly deliverAheadMs: number;
+  /**
+   * Events due in the same second that may share one work-queue message. The worker runs each on
+   * its own; a message goes back to the queue only if one of its events could not be recorded, and
+   * its redelivery runs only the events still unfinished (the others are dropped as stale).
+   */
+  readonly eventsPerMessage: number;
   /**
    * Only events due within this much of now live in the Redis index; later ones live only in the
    * journal until the dispatcher's loader promotes them (docs/horizon.md). Ignored without a journal.
@@ -428,6 +442,7 @@ export function loadConfig(
     tickMs,
     lookAheadMs,
     deliverAheadMs,
+    eventsPerMessage: e.HOURGLASS_EVENTS_PER_MESSAGE ?? defaults.eventsPerMessage,
     indexHorizonMs: e.HOURGLASS_INDEX_HORIZON_SECONDS * 1000,
     claimBatch: e.HOURGLASS_CLAIM_BATCH,
     shardInFlight: e.HOURGLASS_SHARD_IN_FLIGHT,

@@ -103,7 +103,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
       : undefined);
   const transport = options.transport
     ? options.transport({ sqs, queueUrl })
-    : new SqsTransport(sqs, queueUrl!, undefined, config.deliverAheadMs);
+    : new SqsTransport(sqs, queueUrl!, undefined, config.deliverAheadMs, config.eventsPerMessage);
   const signing = new WebhookSigning(
     config.webhook.secret,
     config.journal ? new DynamoSigningStateStore(dynamo, config.tables.leases) : undefined,

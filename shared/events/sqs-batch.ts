@@ -2,29 +2,22 @@ import { BatchProcessor, EventType, processPartialResponse } from "@aws-lambda-p
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import type { Logger } from "../logger.ts";
 import { MalformedMessageError } from "../model/errors.ts";
-import { decodeMessage } from "../model/message.ts";
+import { type DispatchMessage, decodeMessages } from "../model/message.ts";
 import type { Worker, WorkResult } from "./worker.ts";
 
 /**
  * Turns an SQS batch into worker calls, with Powertools' partial batch response: only the records
  * whose processing threw (an infrastructure failure) go back to the queue. Handler failures never
  * throw here; the worker retries those itself. The Lambda handler and the local poller share it.
+ * A record may hold several events (a bundle, config `eventsPerMessage`): it fails if any of them
+ * did.
  */
 export function createSqsBatchHandler(
   worker: Worker,
   logger: Logger,
   onResult?: (result: WorkResult) => void,
 ) {
-  const record = async (item: SQSRecord, deadline: number) => {
-    let message: ReturnType<typeof decodeMessage>;
-    try {
-      message = decodeMessage(item.body);
-    } catch (error) {
-      if (!(error instanceof MalformedMessageError)) throw error;
-      // Retrying cannot make it readable; keep it out of the redrive loop.
-      logger.error("malformed message dropped", { messageId: item.messageId, error });
-      return;
-    }
+  const one = async (item: SQSRecord, message: DispatchMessage, deadline: number) => {
     try {
       // Not `onResult?.(await …)`: an optional call skips evaluating its arguments when undefined.
       const result = await worker.process(message, deadline);
@@ -38,6 +31,24 @@ export function createSqsBatchHandler(
       });
       throw error;
     }
+  };
+  const record = async (item: SQSRecord, deadline: number) => {
+    let messages: DispatchMessage[];
+    try {
+      messages = decodeMessages(item.body);
+    } catch (error) {
+      if (!(error instanceof MalformedMessageError)) throw error;
+      // Retrying cannot make it readable; keep it out of the redrive loop.
+      logger.error("malformed message dropped", { messageId: item.messageId, error });
+      return;
+    }
+    if (messages.length === 1) return one(item, messages[0]!, deadline);
+    // A bundle: every event runs on its own, and the message goes back to the queue if any of
+    // them failed to be recorded. Its redelivery drops the events already finished (their
+    // generation has moved on in the index), so only the unfinished ones run again.
+    const settled = await Promise.allSettled(messages.map((message) => one(item, message, deadline)));
+    const failure = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+    if (failure) throw failure.reason;
   };
   return async (event: SQSEvent, context?: Context): Promise<SQSBatchResponse> => {
     const deadline = context ? Date.now() + context.getRemainingTimeInMillis() : Number.POSITIVE_INFINITY;

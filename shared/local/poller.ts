@@ -1,6 +1,7 @@
 import { type Message, ReceiveMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import type { Logger } from "../logger.ts";
+import { eventsInBody } from "../model/message.ts";
 import { AckBuffer } from "./acks.ts";
 import type { TrailingOutcomes } from "./outcome-gate.ts";
 
@@ -22,22 +23,29 @@ import type { TrailingOutcomes } from "./outcome-gate.ts";
  * are mostly not yet due must not keep a message due sooner from being received. Each takes a slot
  * when its wait ends, before it starts, and before any new receive, so `maxInFlight` still bounds
  * the handlers running at once.
+ *
+ * Slots count events, not messages: a message may hold several events due in the same second (a
+ * bundle), each of which takes its own slot. An event of a bundle that has finished keeps its
+ * slot until the bundle's last event has (the message is deleted as a whole), so a straggler can
+ * hold back up to a bundle's worth of slots.
  */
 export class QueuePoller {
   private running = false;
   private loops: Promise<void>[] = [];
   private readonly handling = new Set<Promise<void>>();
+  /** Events in the messages being handled (a message may hold several: a bundle). */
+  private handlingEvents = 0;
   private readonly acks: AckBuffer;
   /** Messages whose wait for their due time has ended, waiting for a slot to start in. */
   private askingForSlot = 0;
   /** Resolved when a slot frees (a message finished, or its outcome went to wait at the gate). */
   private slotFreed: { promise: Promise<void>; resolve: () => void } | undefined;
-  /** Messages received, and messages whose handler failed (left for redelivery). */
-  readonly counts = { received: 0, failed: 0 };
+  /** Messages received, the events in them, and messages whose handler failed (left for redelivery). */
+  readonly counts = { received: 0, events: 0, failed: 0 };
 
   /**
    * @param concurrency long polls at a time
-   * @param maxInFlight messages received and not yet finished; receiving pauses above it
+   * @param maxInFlight events received and not yet finished; receiving pauses above it
    */
   constructor(
     private readonly sqs: SQSClient,
@@ -101,8 +109,12 @@ export class QueuePoller {
         this.outcomes?.backlog((Messages?.length ?? 0) >= RECEIVE_LIMIT);
         for (const message of Messages ?? []) {
           this.counts.received++;
+          const events = eventsInBody(message.Body ?? "");
+          this.counts.events += events;
+          this.handlingEvents += events;
           const handled: Promise<void> = this.process(message).finally(() => {
             this.handling.delete(handled);
+            this.handlingEvents -= events;
             this.freeSlot();
           });
           this.handling.add(handled);
@@ -123,7 +135,7 @@ export class QueuePoller {
    */
   private busySlots(): number {
     const waiting = Math.min(this.worker?.waiting ?? 0, WAITING_PER_SLOT * this.maxInFlight);
-    return this.handling.size - (this.outcomes?.held ?? 0) - waiting - this.askingForSlot;
+    return this.handlingEvents - (this.outcomes?.held ?? 0) - waiting - this.askingForSlot;
   }
 
   /** Resolves once a message whose wait for its due time has ended may start (it then holds a slot). */

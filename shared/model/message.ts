@@ -51,13 +51,56 @@ export function encodeMessage(message: DispatchMessage): string {
   return JSON.stringify(fields);
 }
 
+/**
+ * One queue body for several messages: their count, then each message as `encodeMessage` writes
+ * it (`[3,["t/a",…],["t/b",…],["t/c",…]]`). The count comes first so a consumer can tell how many
+ * events a body holds without parsing it (`eventsInBody`). Built from the encoded messages, so the
+ * sender knows each one's size before it decides which share a body.
+ */
+export function encodeBundle(encoded: readonly string[]): string {
+  return encoded.length === 1 ? encoded[0]! : `[${encoded.length},${encoded.join(",")}]`;
+}
+
+/** The bytes `encodeBundle` adds around `count` encoded messages (ASCII: the count, brackets, commas). */
+export function bundleOverheadBytes(count: number): number {
+  return count === 1 ? 0 : String(count).length + count + 2;
+}
+
+/** Decodes one message, or every message of a bundle. */
+export function decodeMessages(body: string): DispatchMessage[] {
+  const value = parse(body);
+  if (!Array.isArray(value)) throw new MalformedMessageError(body);
+  if (typeof value[0] !== "number") return [fromFields(value, body)];
+  const [count, ...messages] = value;
+  if (!Number.isSafeInteger(count) || count < 2 || messages.length !== count)
+    throw new MalformedMessageError(body);
+  return messages.map((fields) => fromFields(fields, body));
+}
+
+/** Decodes a body that holds one message (not a bundle). */
 export function decodeMessage(body: string): DispatchMessage {
-  let value: unknown;
+  return fromFields(parse(body), body);
+}
+
+/**
+ * How many events a body holds, read off its first characters (a bundle's count), without parsing
+ * it: the local consumer counts its slots in events. A body that is not a bundle counts as one;
+ * decoding it later says whether it is anything at all.
+ */
+export function eventsInBody(body: string): number {
+  const count = /^\[(\d{1,4}),/.exec(body.slice(0, 6));
+  return count ? Math.max(1, Number(count[1])) : 1;
+}
+
+function parse(body: string): unknown {
   try {
-    value = JSON.parse(body);
+    return JSON.parse(body);
   } catch {
     throw new MalformedMessageError(body);
   }
+}
+
+function fromFields(value: unknown, body: string): DispatchMessage {
   if (
     !Array.isArray(value) ||
     (value.length !== 5 && value.length !== 6) ||

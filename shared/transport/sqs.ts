@@ -1,6 +1,6 @@
 import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import pMap from "p-map";
-import { type DispatchMessage, encodeMessage } from "../model/message.ts";
+import { bundleOverheadBytes, type DispatchMessage, encodeBundle, encodeMessage } from "../model/message.ts";
 import { delaySecondsFor, type SendReport, type Transport } from "./transport.ts";
 
 /**
@@ -13,32 +13,50 @@ export const SQS_BATCH_ENTRIES = 10;
 export const SQS_MAX_MESSAGE_BYTES = 262_144;
 export const SQS_MAX_BATCH_BYTES = 262_144;
 
-interface Outgoing {
+/** One dispatched event, encoded. */
+interface Encoded {
   readonly message: DispatchMessage;
   readonly body: string;
   readonly bytes: number;
+  readonly delaySeconds: number;
+}
+
+/** One queue message: one event, or several due in the same second (a bundle). */
+interface Outgoing {
+  readonly messages: readonly DispatchMessage[];
+  readonly body: string;
+  readonly bytes: number;
+  readonly delaySeconds: number;
 }
 
 /**
  * Sends dispatched events to the SQS work queue, in batches packed by bytes under SQS's limits,
- * several calls in flight. A batch that fails is sent again one message at a time, each without
- * its inline payload (the worker reads it from the journal), so one entry SQS refuses cannot take
- * nine others down with it, again after every lease.
+ * several calls in flight. With `eventsPerMessage` above 1, events that become visible in the same
+ * second share a queue message (the worker runs each on its own and the message goes back to the
+ * queue only if one of them could not be recorded; docs/local.md). A batch that fails is sent
+ * again one event at a time, each without its inline payload (the worker reads it from the
+ * journal), so one entry SQS refuses cannot take others down with it, again after every lease.
  */
 export class SqsTransport implements Transport {
   /**
    * @param deliverAheadMs how long before its due time a message becomes visible (config
    *   `deliverAheadMs`); the worker holds it until then. @default 0
+   * @param eventsPerMessage events that may share one queue message (config `eventsPerMessage`).
+   *   @default 1
    */
   constructor(
     private readonly client: SQSClient,
     private readonly queueUrl: string,
     private readonly inFlight = 8,
     private readonly deliverAheadMs = 0,
+    private readonly eventsPerMessage = 1,
   ) {}
 
   async send(messages: readonly DispatchMessage[], now: number): Promise<SendReport> {
-    const batches = pack(messages.map(outgoing));
+    const encoded = messages.map((message) =>
+      encode(message, delaySecondsFor(message.runAt, now, this.deliverAheadMs)),
+    );
+    const batches = pack(bundle(encoded, this.eventsPerMessage));
     let sent = 0;
     const failed: { message: DispatchMessage; reason: string }[] = [];
     const sendBatch = async (batch: Outgoing[]) => {
@@ -50,11 +68,11 @@ export class SqsTransport implements Transport {
             Entries: batch.map((entry, i) => ({
               Id: String(i),
               MessageBody: entry.body,
-              DelaySeconds: delaySecondsFor(entry.message.runAt, now, this.deliverAheadMs),
+              DelaySeconds: entry.delaySeconds,
             })),
           }),
         );
-        sent += reply.Successful?.length ?? 0;
+        for (const success of reply.Successful ?? []) sent += batch[Number(success.Id)]!.messages.length;
         refused = (reply.Failed ?? []).map((failure) => ({
           entry: batch[Number(failure.Id)]!,
           reason: failure.Message ?? failure.Code ?? "failed",
@@ -63,24 +81,26 @@ export class SqsTransport implements Transport {
         refused = batch.map((entry) => ({ entry, reason: (error as Error).message }));
       }
       for (const { entry, reason } of refused) {
-        const single = await this.sendAlone(entry.message, now);
-        if (single === undefined) sent++;
-        else failed.push({ message: entry.message, reason: `${reason}; alone: ${single}` });
+        for (const message of entry.messages) {
+          const single = await this.sendAlone(message, entry.delaySeconds);
+          if (single === undefined) sent++;
+          else failed.push({ message, reason: `${reason}; alone: ${single}` });
+        }
       }
     };
     await pMap(batches, sendBatch, { concurrency: this.inFlight });
     return { sent, failed };
   }
 
-  /** One message on its own, without its inline payload. Returns why it failed, or undefined. */
-  private async sendAlone(message: DispatchMessage, now: number): Promise<string | undefined> {
+  /** One event on its own, without its inline payload. Returns why it failed, or undefined. */
+  private async sendAlone(message: DispatchMessage, delaySeconds: number): Promise<string | undefined> {
     const { payload: _, ...bare } = message;
     try {
       await this.client.send(
         new SendMessageCommand({
           QueueUrl: this.queueUrl,
           MessageBody: encodeMessage(bare),
-          DelaySeconds: delaySecondsFor(message.runAt, now, this.deliverAheadMs),
+          DelaySeconds: delaySeconds,
         }),
       );
       return undefined;
@@ -90,8 +110,8 @@ export class SqsTransport implements Transport {
   }
 }
 
-/** The message's body; without its inline payload when that would make it too big for SQS. */
-function outgoing(message: DispatchMessage): Outgoing {
+/** The event's encoding; without its inline payload when that would make it too big for SQS. */
+function encode(message: DispatchMessage, delaySeconds: number): Encoded {
   let body = encodeMessage(message);
   let bytes = Buffer.byteLength(body, "utf8");
   if (bytes > SQS_MAX_MESSAGE_BYTES && message.payload !== undefined) {
@@ -99,7 +119,46 @@ function outgoing(message: DispatchMessage): Outgoing {
     body = encodeMessage(bare);
     bytes = Buffer.byteLength(body, "utf8");
   }
-  return { message, body, bytes };
+  return { message, body, bytes, delaySeconds };
+}
+
+/**
+ * Puts events with the same delay into shared messages of at most `perMessage` events and SQS's
+ * message size, in the order they came (a message is closed when it is full).
+ */
+function bundle(events: readonly Encoded[], perMessage: number): Outgoing[] {
+  if (perMessage <= 1) return events.map((e) => toOutgoing([e], e.bytes));
+  const out: Outgoing[] = [];
+  const open = new Map<number, { events: Encoded[]; bytes: number }>();
+  for (const event of events) {
+    const group = open.get(event.delaySeconds);
+    if (group) {
+      const count = group.events.length + 1;
+      if (group.bytes + event.bytes + bundleOverheadBytes(count) <= SQS_MAX_MESSAGE_BYTES) {
+        group.events.push(event);
+        group.bytes += event.bytes;
+        if (count === perMessage) {
+          out.push(toOutgoing(group.events, group.bytes));
+          open.delete(event.delaySeconds);
+        }
+        continue;
+      }
+      out.push(toOutgoing(group.events, group.bytes));
+    }
+    open.set(event.delaySeconds, { events: [event], bytes: event.bytes });
+  }
+  for (const group of open.values()) out.push(toOutgoing(group.events, group.bytes));
+  return out;
+}
+
+/** `bytes`: the events' own, without the bundle's overhead. */
+function toOutgoing(events: readonly Encoded[], bytes: number): Outgoing {
+  return {
+    messages: events.map((e) => e.message),
+    body: encodeBundle(events.map((e) => e.body)),
+    bytes: bytes + bundleOverheadBytes(events.length),
+    delaySeconds: events[0]!.delaySeconds,
+  };
 }
 
 /** Fills batches in order up to 10 entries and 256 KiB each. */

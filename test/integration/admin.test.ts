@@ -5,7 +5,7 @@ import { createApp } from "../../shared/http/app.ts";
 import { type AdminControl, samePrincipal } from "../../shared/http/routes/admin.ts";
 import { type Runtime, startRuntime } from "../../shared/local/runtime.ts";
 import { silentLogger } from "../../shared/logger.ts";
-import { decodeMessage } from "../../shared/model/message.ts";
+import { decodeMessages } from "../../shared/model/message.ts";
 import { runCli } from "../support/cli.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
@@ -31,7 +31,7 @@ describe("local pause and resume", () => {
     (hg.sqs.middlewareStack as unknown as { add(m: unknown, o: unknown): void }).add(
       (next: (args: { input: unknown }) => Promise<unknown>) => async (args: { input: unknown }) => {
         const input = args.input as { Entries?: { MessageBody?: string }[] };
-        for (const entry of input.Entries ?? []) sent.push(decodeMessage(entry.MessageBody ?? ""));
+        for (const entry of input.Entries ?? []) sent.push(...decodeMessages(entry.MessageBody ?? ""));
         return next(args);
       },
       { step: "initialize", name: "record-sends" },

@@ -55,7 +55,7 @@ async function receivedBy(aheadMs: number, n: number) {
   try {
     // What the consumer holds 1.5 s before the due time.
     await new Promise((done) => setTimeout(done, runAt - 1_500 - Date.now()));
-    const heldEarly = poller.counts.received;
+    const heldEarly = poller.counts.events;
     const startedEarly = ids.filter((id) => started.has(id)).length;
     await eventually(
       async () => (ids.every((id) => started.has(id)) ? true : undefined),

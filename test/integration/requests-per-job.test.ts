@@ -75,7 +75,11 @@ const count =
   };
 
 beforeAll(async () => {
-  hg = await testHourglass({ HOURGLASS_RECOVERY_EVERY_SECONDS: "60" }, { handlers: [rec.handler] });
+  // One event a queue message, AWS's default: docs/cost.md prices a deployment's requests.
+  hg = await testHourglass(
+    { HOURGLASS_RECOVERY_EVERY_SECONDS: "60", HOURGLASS_EVENTS_PER_MESSAGE: "1" },
+    { handlers: [rec.handler] },
+  );
   // A first start finds no shard epoch and rebuilds every shard from the (empty) journal. Done
   // before anything is counted: a rebuild page that races the first creates reads their items,
   // 5 to 10% more read units per job on a loaded machine, and that is no job's cost.

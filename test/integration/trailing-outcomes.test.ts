@@ -21,8 +21,14 @@ const handler = defineHandler("test.trail", z.object({}), async (_payload, conte
 
 let hg: TestHourglass;
 beforeAll(async () => {
+  // One event a message: the deletes counted here are per event (a shared message is deleted
+  // once all its events are recorded: test/unit/sqs-batch.test.ts).
   hg = await testHourglass(
-    { HOURGLASS_HANDLER_TIMEOUT_SECONDS: "30", HOURGLASS_RUN_LEASE_MARGIN_MS: "30000" },
+    {
+      HOURGLASS_HANDLER_TIMEOUT_SECONDS: "30",
+      HOURGLASS_RUN_LEASE_MARGIN_MS: "30000",
+      HOURGLASS_EVENTS_PER_MESSAGE: "1",
+    },
     { handlers: [handler] },
   );
 });

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createSqsBatchHandler } from "../../shared/events/sqs-batch.ts";
 import type { Worker, WorkResult } from "../../shared/events/worker.ts";
 import { silentLogger } from "../../shared/logger.ts";
-import { encodeMessage } from "../../shared/model/message.ts";
+import { encodeBundle, encodeMessage } from "../../shared/model/message.ts";
 
 /** A record whose body names `id`, in the shape Lambda (and the local poller) hands over. */
 function record(id: string): SQSRecord {
@@ -79,5 +79,46 @@ describe("the SQS batch handler, one record at a time (how the local poller call
     const malformed = { ...record("s3"), body: "not a message" };
     expect(await handle({ Records: [malformed] })).toEqual({ batchItemFailures: [] });
     expect(gates.has("s3")).toBe(false);
+  });
+});
+
+describe("the SQS batch handler, a record that holds several events (a bundle)", () => {
+  const bundled = (id: string, members: string[]) => ({
+    ...record(id),
+    body: encodeBundle(
+      members.map((m) => encodeMessage({ member: `t/${m}`, shard: 0, gen: 1, runAt: 0, attempt: 0 })),
+    ),
+  });
+
+  it("runs every event of it at once, and lists the record if any event's outcome was not recorded", async () => {
+    const { worker, gates } = gatedWorker();
+    const results: WorkResult[] = [];
+    const handle = createSqsBatchHandler(worker, silentLogger, (r) => results.push(r));
+    const failing = handle({ Records: [bundled("r1", ["x1", "x2", "x3"])] });
+    const passing = handle({ Records: [bundled("r2", ["y1", "y2"])] });
+    await turn();
+    // All five started before any settled: one slow event does not hold back its neighbours.
+    expect([...gates.keys()].sort()).toEqual(["x1", "x2", "x3", "y1", "y2"]);
+    gates.get("x2")!.fail();
+    await turn();
+    let settled = false;
+    void failing.then(() => {
+      settled = true;
+    });
+    await turn();
+    // Not answered while x1 and x3 still run: the message must not come back under them.
+    expect(settled).toBe(false);
+    for (const id of ["x1", "x3", "y1", "y2"]) gates.get(id)!.pass();
+    expect(await failing).toEqual({ batchItemFailures: [{ itemIdentifier: "r1" }] });
+    expect(await passing).toEqual({ batchItemFailures: [] });
+    expect(results).toHaveLength(4);
+  });
+
+  it("drops a malformed bundle rather than retrying it forever", async () => {
+    const { worker, gates } = gatedWorker();
+    const handle = createSqsBatchHandler(worker, silentLogger);
+    const broken = { ...record("r3"), body: '[3,["t/a",0,1,0,0]]' };
+    expect(await handle({ Records: [broken] })).toEqual({ batchItemFailures: [] });
+    expect(gates.size).toBe(0);
   });
 });

@@ -3,8 +3,12 @@ import { describe, expect, it } from "vitest";
 import { memberOf, parseMember, shardOf } from "../../shared/engine/keys.ts";
 import { MalformedMessageError } from "../../shared/model/errors.ts";
 import {
+  bundleOverheadBytes,
   decodeMessage,
+  decodeMessages,
+  encodeBundle,
   encodeMessage,
+  eventsInBody,
   INLINE_PAYLOAD_LIMIT,
   withInlinePayload,
 } from "../../shared/model/message.ts";
@@ -79,6 +83,53 @@ describe("dispatch messages", () => {
       expect(() => decodeMessage(body)).toThrow(MalformedMessageError);
     },
   );
+});
+
+describe("bundles: several dispatch messages in one queue body", () => {
+  const messageArb = fc.record(
+    {
+      member: fc.string({ minLength: 1 }),
+      shard: fc.nat(1023),
+      gen: fc.nat(),
+      runAt: fc.nat(),
+      attempt: fc.nat(100),
+      payload: fc.json(),
+    },
+    { requiredKeys: ["member", "shard", "gen", "runAt", "attempt"] },
+  );
+
+  it("round-trip in order, say how many they hold without parsing, and cost what the sender counts", () => {
+    fc.assert(
+      fc.property(fc.array(messageArb, { minLength: 1, maxLength: 120 }), (messages) => {
+        const encoded = messages.map(encodeMessage);
+        const body = encodeBundle(encoded);
+        expect(decodeMessages(body)).toEqual(messages);
+        expect(eventsInBody(body)).toBe(messages.length);
+        const own = encoded.reduce((sum, e) => sum + Buffer.byteLength(e, "utf8"), 0);
+        expect(Buffer.byteLength(body, "utf8")).toBe(own + bundleOverheadBytes(messages.length));
+      }),
+    );
+  });
+
+  it("a single message stays in the format older workers read", () => {
+    const message = { member: "t/e1", shard: 3, gen: 2, runAt: 10, attempt: 1, payload: "{}" };
+    const body = encodeBundle([encodeMessage(message)]);
+    expect(body).toBe(encodeMessage(message));
+    expect(decodeMessage(body)).toEqual(message);
+    expect(decodeMessages(body)).toEqual([message]);
+    expect(eventsInBody(body)).toBe(1);
+  });
+
+  it.each([
+    ['[2,["a",1,2,3,4]]'], // fewer messages than its count
+    ['[1,["a",1,2,3,4]]'], // a bundle of one is written as the message itself
+    ['[2,["a",1,2,3,4],{}]'],
+    ['[2.5,["a",1,2,3,4],["b",1,2,3,4]]'],
+    ['[2,["a",1,2,3,4],["b",1,2,3]]'],
+    ["[]"],
+  ])("rejects %s", (body) => {
+    expect(() => decodeMessages(body)).toThrow(MalformedMessageError);
+  });
 });
 
 describe("keys", () => {
