@@ -84,6 +84,7 @@ export class Worker {
   private outcomeGate: OutcomeGate | undefined;
   private handlersRunning = 0;
   private waitingForDue = 0;
+  private eventsInProcess = 0;
 
   constructor(
     private readonly deps: EngineDeps,
@@ -148,7 +149,30 @@ export class Worker {
     this.outcomeGate = gate;
   }
 
+  /** Events between the call to `process` and its return (waiting, running, or being recorded). */
+  get processing(): number {
+    return this.eventsInProcess;
+  }
+
+  /**
+   * Called as each `process` call returns: the local consumer frees that event's slot then, not
+   * when the last event of its message is done (a shared message would otherwise hold slots its
+   * finished events no longer use, and events asking for a slot could wait on each other forever).
+   */
+  onProcessed: (() => void) | undefined;
+
   async process(message: DispatchMessage, deadline = Number.POSITIVE_INFINITY): Promise<WorkResult> {
+    // Counted in the same turn as the call: the consumer sees the slot taken before it receives again.
+    this.eventsInProcess++;
+    try {
+      return await this.processOne(message, deadline);
+    } finally {
+      this.eventsInProcess--;
+      this.onProcessed?.();
+    }
+  }
+
+  private async processOne(message: DispatchMessage, deadline: number): Promise<WorkResult> {
     const { logger } = this.deps;
     // When the run lease that a successful start takes begins, at the earliest: the time the
     // start is planned for (the wait before it only ever overshoots).

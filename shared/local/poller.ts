@@ -25,9 +25,9 @@ import type { TrailingOutcomes } from "./outcome-gate.ts";
  * the handlers running at once.
  *
  * Slots count events, not messages: a message may hold several events due in the same second (a
- * bundle), each of which takes its own slot. An event of a bundle that has finished keeps its
- * slot until the bundle's last event has (the message is deleted as a whole), so a straggler can
- * hold back up to a bundle's worth of slots.
+ * bundle), each of which takes its own slot and, with `worker`, gives it back as its own work ends
+ * (the message is deleted once its last event is done). Without `worker`, a bundle's events keep
+ * their slots until the last one is done.
  */
 export class QueuePoller {
   private running = false;
@@ -62,6 +62,7 @@ export class QueuePoller {
     if (outcomes) outcomes.onHold = () => this.freeSlot();
     if (worker) {
       worker.onWaiting = () => this.freeSlot();
+      worker.onProcessed = () => this.freeSlot();
       worker.untilSlot = () => this.slotForDue();
     }
   }
@@ -135,7 +136,10 @@ export class QueuePoller {
    */
   private busySlots(): number {
     const waiting = Math.min(this.worker?.waiting ?? 0, WAITING_PER_SLOT * this.maxInFlight);
-    return this.handlingEvents - (this.outcomes?.held ?? 0) - waiting - this.askingForSlot;
+    // With the worker at hand, an event's slot frees as its own work ends (`processing`), not as
+    // its message's last event does: the handler starts `process` in the same turn as the receive.
+    const events = this.worker ? this.worker.processing : this.handlingEvents;
+    return events - (this.outcomes?.held ?? 0) - waiting - this.askingForSlot;
   }
 
   /** Resolves once a message whose wait for its due time has ended may start (it then holds a slot). */
@@ -182,6 +186,9 @@ const WAITING_PER_SLOT = 4;
 /** The worker's count of messages waiting for their due time, its call when one starts to, and the slot it awaits when the wait ends. */
 export interface WaitingMessages {
   readonly waiting: number;
+  /** Events handed to the worker and not yet returned. */
+  readonly processing: number;
+  onProcessed: (() => void) | undefined;
   onWaiting: (() => void) | undefined;
   untilSlot: (() => Promise<void>) | undefined;
 }

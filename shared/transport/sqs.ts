@@ -123,15 +123,19 @@ function encode(message: DispatchMessage, delaySeconds: number): Encoded {
 }
 
 /**
- * Puts events with the same delay into shared messages of at most `perMessage` events and SQS's
- * message size, in the order they came (a message is closed when it is full).
+ * Puts events with the same delay and due in the same second into shared messages of at most
+ * `perMessage` events and SQS's message size, in the order they came (a message is closed when it
+ * is full). The due second as well as the delay: delivered ahead, every event due within the
+ * look-ahead has delay 0, and a message mixing due times would keep its early events' message in
+ * flight until its latest one is done.
  */
 function bundle(events: readonly Encoded[], perMessage: number): Outgoing[] {
   if (perMessage <= 1) return events.map((e) => toOutgoing([e], e.bytes));
   const out: Outgoing[] = [];
-  const open = new Map<number, { events: Encoded[]; bytes: number }>();
+  const open = new Map<string, { events: Encoded[]; bytes: number }>();
   for (const event of events) {
-    const group = open.get(event.delaySeconds);
+    const key = `${event.delaySeconds}:${Math.floor(event.message.runAt / 1000)}`;
+    const group = open.get(key);
     if (group) {
       const count = group.events.length + 1;
       if (group.bytes + event.bytes + bundleOverheadBytes(count) <= SQS_MAX_MESSAGE_BYTES) {
@@ -139,13 +143,13 @@ function bundle(events: readonly Encoded[], perMessage: number): Outgoing[] {
         group.bytes += event.bytes;
         if (count === perMessage) {
           out.push(toOutgoing(group.events, group.bytes));
-          open.delete(event.delaySeconds);
+          open.delete(key);
         }
         continue;
       }
       out.push(toOutgoing(group.events, group.bytes));
     }
-    open.set(event.delaySeconds, { events: [event], bytes: event.bytes });
+    open.set(key, { events: [event], bytes: event.bytes });
   }
   for (const group of open.values()) out.push(toOutgoing(group.events, group.bytes));
   return out;

@@ -6,6 +6,7 @@ import { toSqsRecord } from "../../shared/local/poller.ts";
 import { silentLogger } from "../../shared/logger.ts";
 import { type DispatchMessage, eventsInBody } from "../../shared/model/message.ts";
 import { SqsTransport } from "../../shared/transport/sqs.ts";
+import { dispatchEvery, startConsumer } from "../support/consumer.ts";
 import { Crash, captured, engine, freshTenant, intercept } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
@@ -105,4 +106,45 @@ describe("a message shared by events due in the same second", () => {
       expect((await hg.events.get(tenant, id)).status).toBe("succeeded");
     }
   });
+});
+
+describe("the local consumer's slots, with shared messages", () => {
+  it("frees each event's slot as its own work ends: events of shared messages waiting on slots never wait on each other", async () => {
+    // Two slots, and messages of ten events due a few ms apart: the first events to come due take
+    // both slots; had a finished event kept its slot until the rest of its message was done, its
+    // message-mates (asking for a slot) and it would wait on each other for good.
+    const local = await testHourglass(
+      { HOURGLASS_LOOKAHEAD_SECONDS: "5", HOURGLASS_DELIVER_AHEAD_MS: "3000" },
+      { handlers: [rec.handler] },
+    );
+    const tenant = freshTenant("slots");
+    const base = Math.ceil((Date.now() + 6_000) / 1000) * 1000; // a whole second, so all share it
+    const ids = Array.from({ length: 30 }, (_, i) => `${tenant}-e${i}`);
+    await local.events.scheduleBatch(
+      tenant,
+      ids.map((id, i) => ({
+        id,
+        type: "test.record",
+        payload: { i },
+        runAt: new Date(base + (i % 10) * 60).toISOString(),
+      })),
+    );
+    const stopDispatching = dispatchEvery(local);
+    const poller = startConsumer(local, { pollers: 1, maxInFlight: 2 });
+    try {
+      await eventually(
+        async () => (ids.every((id) => rec.runsOf(id).length === 1) ? true : undefined),
+        20_000,
+        "every event to run",
+      );
+      // Shared messages, not one an event: 30 events in at most a handful of receives' worth.
+      expect(poller.counts.events).toBeGreaterThanOrEqual(30);
+      expect(poller.counts.received).toBeLessThan(30);
+    } finally {
+      await poller.stop();
+      await stopDispatching();
+      await local.destroy();
+    }
+    for (const id of ids) expect(rec.runsOf(id)).toHaveLength(1);
+  }, 40_000);
 });
