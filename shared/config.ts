@@ -73,8 +73,11 @@ const modeDefaults: Record<
     dispatchLeaseSeconds: 30,
     deliverAheadMs: 4_000,
     // One local process receives thousands of messages a second in a burst: each costs it the
-    // SDK's parsing, a slot and a delete, so events due in the same second share one.
-    eventsPerMessage: 10,
+    // SDK's parsing, a slot and a delete, so events due in the same second share one. Four, not
+    // ten: ten made the worker processes' shares of a burst uneven (a receive of 10 messages was
+    // 100 events), and the webhook row's p99 went from 0.86-0.91x BullMQ's to 1.38-1.56x
+    // (docs/benchmarks.md, "Events that share a message").
+    eventsPerMessage: 4,
   },
   aws: {
     tickMs: 60_000,

@@ -41,8 +41,8 @@ describe("loadConfig", () => {
     expect(loadConfig({}).local.outcomeTrailMs).toBe(5_000);
     expect(loadConfig({ HOURGLASS_LOCAL_OUTCOME_TRAIL_MS: "0" }).local.outcomeTrailMs).toBe(0);
     expect(loadConfig({ HOURGLASS_LOCAL_OUTCOME_TRAIL_MS: "20000" }).local.outcomeTrailMs).toBe(20_000);
-    // Events sharing a queue message: 10 locally, 1 on AWS (a Lambda batch would run 10× the handlers).
-    expect(loadConfig({}).eventsPerMessage).toBe(10);
+    // Events sharing a queue message: 4 locally, 1 on AWS (a Lambda batch would run 4× the handlers).
+    expect(loadConfig({}).eventsPerMessage).toBe(4);
     expect(loadConfig({ HOURGLASS_MODE: "aws" }).eventsPerMessage).toBe(1);
     expect(loadConfig({ HOURGLASS_MODE: "aws", HOURGLASS_EVENTS_PER_MESSAGE: "5" }).eventsPerMessage).toBe(5);
     for (const odd of ["0", "101", "2.5"]) {
