@@ -2,7 +2,7 @@ import { BatchProcessor, EventType, processPartialResponse } from "@aws-lambda-p
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import type { Logger } from "../logger.ts";
 import { MalformedMessageError } from "../model/errors.ts";
-import { type DispatchMessage, decodeMessages } from "../model/message.ts";
+import { type DispatchMessage, decodeBody } from "../model/message.ts";
 import type { Worker, WorkResult } from "./worker.ts";
 
 /**
@@ -35,7 +35,16 @@ export function createSqsBatchHandler(
   const record = async (item: SQSRecord, deadline: number) => {
     let messages: DispatchMessage[];
     try {
-      messages = decodeMessages(item.body);
+      const decoded = decodeBody(item.body);
+      messages = decoded.messages;
+      if (decoded.unreadable > 0) {
+        // Their events stay claimed in the index and go out again when the claim's lease ends.
+        logger.error("unreadable events of a shared message set aside", {
+          messageId: item.messageId,
+          unreadable: decoded.unreadable,
+          readable: messages.length,
+        });
+      }
     } catch (error) {
       if (!(error instanceof MalformedMessageError)) throw error;
       // Retrying cannot make it readable; keep it out of the redrive loop.

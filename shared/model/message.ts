@@ -66,15 +66,41 @@ export function bundleOverheadBytes(count: number): number {
   return count === 1 ? 0 : String(count).length + count + 2;
 }
 
-/** Decodes one message, or every message of a bundle. */
+/** Decodes one message, or every message of a bundle; throws if any event of it is unreadable. */
 export function decodeMessages(body: string): DispatchMessage[] {
+  const { messages, unreadable } = decodeBody(body);
+  if (unreadable > 0) throw new MalformedMessageError(body);
+  return messages;
+}
+
+/** What a body holds: the messages that could be read, and how many events of it could not. */
+export interface DecodedBody {
+  readonly messages: DispatchMessage[];
+  /** Events of a bundle that are not messages Hourglass writes (or missing from it: its count says). */
+  readonly unreadable: number;
+}
+
+/**
+ * Decodes a body as the worker does: each event of a bundle on its own, so one element it cannot
+ * read does not take its neighbours with it. Throws only when nothing in the body can be read.
+ * The events it cannot read stay claimed in the index, and go out again when their lease ends.
+ */
+export function decodeBody(body: string): DecodedBody {
   const value = parse(body);
   if (!Array.isArray(value)) throw new MalformedMessageError(body);
-  if (typeof value[0] !== "number") return [fromFields(value, body)];
-  const [count, ...messages] = value;
-  if (!Number.isSafeInteger(count) || count < 2 || messages.length !== count)
-    throw new MalformedMessageError(body);
-  return messages.map((fields) => fromFields(fields, body));
+  if (typeof value[0] !== "number") return { messages: [fromFields(value, body)], unreadable: 0 };
+  const [count, ...elements] = value;
+  const messages: DispatchMessage[] = [];
+  for (const fields of elements) {
+    const message = readFields(fields);
+    if (message) messages.push(message);
+  }
+  // A count the elements do not match (no sender writes one): at least one event is missing.
+  const declared = Number.isSafeInteger(count) ? (count as number) : 0;
+  const missing = declared >= 2 && declared === elements.length ? 0 : Math.max(1, declared - elements.length);
+  const unreadable = elements.length - messages.length + missing;
+  if (messages.length === 0) throw new MalformedMessageError(body);
+  return { messages, unreadable };
 }
 
 /** Decodes a body that holds one message (not a bundle). */
@@ -101,6 +127,12 @@ function parse(body: string): unknown {
 }
 
 function fromFields(value: unknown, body: string): DispatchMessage {
+  const message = readFields(value);
+  if (!message) throw new MalformedMessageError(body);
+  return message;
+}
+
+function readFields(value: unknown): DispatchMessage | undefined {
   if (
     !Array.isArray(value) ||
     (value.length !== 5 && value.length !== 6) ||
@@ -108,7 +140,7 @@ function fromFields(value: unknown, body: string): DispatchMessage {
     !value.slice(1, 5).every((n) => Number.isSafeInteger(n)) ||
     (value.length === 6 && typeof value[5] !== "string")
   ) {
-    throw new MalformedMessageError(body);
+    return undefined;
   }
   const [member, shard, gen, runAt, attempt, payload] = value as [
     string,

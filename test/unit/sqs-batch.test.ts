@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { createSqsBatchHandler } from "../../shared/events/sqs-batch.ts";
 import type { Worker, WorkResult } from "../../shared/events/worker.ts";
 import { silentLogger } from "../../shared/logger.ts";
-import { encodeBundle, encodeMessage } from "../../shared/model/message.ts";
+import { MalformedMessageError } from "../../shared/model/errors.ts";
+import { decodeBody, encodeBundle, encodeMessage } from "../../shared/model/message.ts";
 
 /** A record whose body names `id`, in the shape Lambda (and the local poller) hands over. */
 function record(id: string): SQSRecord {
@@ -114,10 +115,39 @@ describe("the SQS batch handler, a record that holds several events (a bundle)",
     expect(results).toHaveLength(4);
   });
 
-  it("drops a malformed bundle rather than retrying it forever", async () => {
+  it("runs the events it can read when one element of it is unreadable, and sets that one aside", async () => {
+    const { worker, gates } = gatedWorker();
+    const errors: Record<string, unknown>[] = [];
+    const logger = {
+      ...silentLogger,
+      error: (_: string, attributes?: Record<string, unknown>) => errors.push(attributes ?? {}),
+    };
+    const handle = createSqsBatchHandler(worker, logger);
+    const good = (m: string) => encodeMessage({ member: `t/${m}`, shard: 0, gen: 1, runAt: 0, attempt: 0 });
+    const mixed = { ...record("r4"), body: `[3,${good("m1")},["t/bad",0],${good("m2")}]` };
+    const answer = handle({ Records: [mixed] });
+    await turn();
+    expect([...gates.keys()].sort()).toEqual(["m1", "m2"]);
+    gates.get("m1")!.pass();
+    gates.get("m2")!.pass();
+    // Answered as done: retrying cannot make the bad element readable, and its event is still
+    // claimed in the index, so the dispatcher sends it again when the claim's lease ends.
+    expect(await answer).toEqual({ batchItemFailures: [] });
+    expect(errors).toEqual([{ messageId: "r4", unreadable: 1, readable: 2 }]);
+  });
+
+  it("counts the events a bundle's count says it holds and it does not", () => {
+    const one = encodeMessage({ member: "t/a", shard: 0, gen: 1, runAt: 0, attempt: 0 });
+    expect(decodeBody(`[3,${one},${one}]`).unreadable).toBe(1);
+    expect(decodeBody(`[2,${one},${one}]`).unreadable).toBe(0);
+    expect(decodeBody(`[2,${one},${one},${one}]`).unreadable).toBe(1);
+    expect(() => decodeBody("[2,{},[]]")).toThrow(MalformedMessageError);
+  });
+
+  it("drops a bundle with nothing readable in it rather than retrying it forever", async () => {
     const { worker, gates } = gatedWorker();
     const handle = createSqsBatchHandler(worker, silentLogger);
-    const broken = { ...record("r3"), body: '[3,["t/a",0,1,0,0]]' };
+    const broken = { ...record("r3"), body: '[3,["t/a",0,1],{}]' };
     expect(await handle({ Records: [broken] })).toEqual({ batchItemFailures: [] });
     expect(gates.size).toBe(0);
   });
