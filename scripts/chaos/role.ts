@@ -57,6 +57,7 @@ if (role === "api") {
     // As npm start's workers run (with the soak's short run lease nothing waits; see the gate).
     TrailingOutcomes.for(hourglass.worker, config.local.outcomeTrailMs, 500),
     hourglass.worker,
+    config.eventsPerMessage,
   );
   poller.start();
   stops.push(() => poller.stop());

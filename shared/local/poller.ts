@@ -38,6 +38,10 @@ export class QueuePoller {
   private readonly acks: AckBuffer;
   /** Messages whose wait for their due time has ended, waiting for a slot to start in. */
   private askingForSlot = 0;
+  /** Slots the receives in flight may fill: each asks for no more messages than the room it holds. */
+  private reserved = 0;
+  /** The most events one message may hold: what a receive reserves per message it asks for. */
+  private eventsPerMessage: number;
   /** Resolved when a slot frees (a message finished, or its outcome went to wait at the gate). */
   private slotFreed: { promise: Promise<void>; resolve: () => void } | undefined;
   /** Messages received, the events in them, and messages whose handler failed (left for redelivery). */
@@ -45,7 +49,10 @@ export class QueuePoller {
 
   /**
    * @param concurrency long polls at a time
-   * @param maxInFlight events received and not yet finished; receiving pauses above it
+   * @param maxInFlight events received and not yet finished; receiving pauses above it, and a
+   *   receive asks for no more messages than the room left holds
+   * @param eventsPerMessage the most events the sender puts in one message (config
+   *   `eventsPerMessage`) @default 1
    */
   constructor(
     private readonly sqs: SQSClient,
@@ -57,7 +64,10 @@ export class QueuePoller {
     private readonly waitSeconds = 1,
     private readonly outcomes?: TrailingOutcomes,
     private readonly worker?: WaitingMessages,
+    eventsPerMessage = 1,
   ) {
+    // The sender's setting (config `eventsPerMessage`); raised if a message ever holds more.
+    this.eventsPerMessage = eventsPerMessage;
     this.acks = new AckBuffer(sqs, queueUrl, logger);
     if (outcomes) outcomes.onHold = () => this.freeSlot();
     if (worker) {
@@ -92,40 +102,55 @@ export class QueuePoller {
   private async loop(): Promise<void> {
     while (this.running) {
       // Messages whose wait ended take the slots first.
-      if (this.busySlots() >= this.maxInFlight || this.askingForSlot > 0) {
+      const room = this.maxInFlight - this.busySlots() - this.reserved;
+      if (room <= 0 || this.askingForSlot > 0) {
         this.slotFreed ??= withResolvers();
         await this.slotFreed.promise;
         continue;
       }
+      // As many messages as the room holds, so a receive of bundles does not run far past
+      // `maxInFlight` (ten messages of ten events would be 100 events), and the other pollers see
+      // the room this one asked for as taken until its events are counted.
+      const take = Math.max(1, Math.min(RECEIVE_LIMIT, Math.floor(room / this.eventsPerMessage)));
+      const reservation = take * this.eventsPerMessage;
+      this.reserved += reservation;
+      let messages: Message[];
       try {
         const { Messages } = await this.sqs.send(
           new ReceiveMessageCommand({
             QueueUrl: this.queueUrl,
-            MaxNumberOfMessages: RECEIVE_LIMIT,
+            MaxNumberOfMessages: take,
             WaitTimeSeconds: this.waitSeconds,
             MessageSystemAttributeNames: ["All"],
           }),
         );
-        // A full receive: the queue holds more than this consumer takes, so outcomes may wait.
-        this.outcomes?.backlog((Messages?.length ?? 0) >= RECEIVE_LIMIT);
-        for (const message of Messages ?? []) {
-          this.counts.received++;
-          const events = eventsInBody(message.Body ?? "");
-          this.counts.events += events;
-          this.handlingEvents += events;
-          const handled: Promise<void> = this.process(message).finally(() => {
-            this.handling.delete(handled);
-            this.handlingEvents -= events;
-            this.freeSlot();
-          });
-          this.handling.add(handled);
-        }
+        messages = Messages ?? [];
       } catch (error) {
+        this.release(reservation);
         // No word on the queue: the outcomes need not wait for one.
         this.outcomes?.backlog(false);
         if (!this.running) return;
         this.logger.warn("queue poll failed; retrying", { error });
         await new Promise((done) => setTimeout(done, 500));
+        continue;
+      }
+      // Given back in the same turn as its events start counting (below), so no poller woken in
+      // between sees the room twice.
+      this.release(reservation);
+      // A full receive: the queue holds more than this consumer takes, so outcomes may wait.
+      this.outcomes?.backlog(messages.length >= take);
+      for (const message of messages) {
+        this.counts.received++;
+        const events = eventsInBody(message.Body ?? "");
+        this.eventsPerMessage = Math.max(this.eventsPerMessage, events);
+        this.counts.events += events;
+        this.handlingEvents += events;
+        const handled: Promise<void> = this.process(message).finally(() => {
+          this.handling.delete(handled);
+          this.handlingEvents -= events;
+          this.freeSlot();
+        });
+        this.handling.add(handled);
       }
     }
   }
@@ -156,6 +181,12 @@ export class QueuePoller {
       // The receive loop waits while any message asks; room left is its to take.
       if (this.askingForSlot === 0 && this.busySlots() < this.maxInFlight) this.freeSlot();
     }
+  }
+
+  /** Gives back a receive's reservation; a poller waiting for that room may go. */
+  private release(reservation: number): void {
+    this.reserved -= reservation;
+    this.freeSlot();
   }
 
   private freeSlot(): void {

@@ -70,6 +70,7 @@ export function startRuntime(hourglass: Hourglass, options: RuntimeOptions = {})
             options.maxInFlight ?? LOCAL_MAX_IN_FLIGHT,
           ),
           hourglass.worker,
+          hourglass.config.eventsPerMessage,
         )
       : undefined;
   poller?.start();

@@ -70,6 +70,7 @@ export async function runWorkerProcess(options: WorkerProcessOptions): Promise<v
     undefined,
     TrailingOutcomes.for(hourglass.worker, config.local.outcomeTrailMs, options.maxInFlight),
     hourglass.worker,
+    config.eventsPerMessage,
   );
   poller.start();
 

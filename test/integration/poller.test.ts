@@ -123,3 +123,46 @@ describe("the local queue consumer's acks", () => {
     expect(await inFlight()).toBe(failing.length);
   });
 });
+
+describe("the local queue consumer's room, counted in events", () => {
+  it("asks for no more shared messages than maxInFlight holds, across all its pollers", async () => {
+    // A queue of its own: the test above leaves its failed messages in the shared one.
+    const own = await sqs.send(
+      new CreateQueueCommand({ QueueName: `poller-room-${randomBytes(4).toString("hex")}` }),
+    );
+    const url = own.QueueUrl!;
+    const bundle = (n: number) =>
+      `[4,${Array.from({ length: 4 }, (_, i) => `["t/e${n}-${i}",0,1,0,0]`).join(",")}]`;
+    const bodies = Array.from({ length: 12 }, (_, n) => bundle(n));
+    for (let i = 0; i < bodies.length; i += 10) {
+      const Entries = bodies.slice(i, i + 10).map((MessageBody, j) => ({ Id: String(j), MessageBody }));
+      await sqs.send(new SendMessageBatchCommand({ QueueUrl: url, Entries }));
+    }
+    let running = 0;
+    let peak = 0;
+    const handle = async (event: SQSEvent): Promise<SQSBatchResponse> => {
+      running += 4 * event.Records.length;
+      peak = Math.max(peak, running);
+      await new Promise((done) => setTimeout(done, 150));
+      running -= 4 * event.Records.length;
+      return { batchItemFailures: [] };
+    };
+    // Four pollers and room for eight events: two messages of four at a time, whoever asks.
+    const poller = new QueuePoller(sqs, url, handle, silentLogger, 4, 8, 1, undefined, undefined, 4);
+    poller.start();
+    try {
+      await eventually(
+        async () => (poller.deleted === bodies.length ? true : undefined),
+        20_000,
+        "every shared message handled and deleted",
+      );
+    } finally {
+      await poller.stop();
+      await sqs.send(new DeleteQueueCommand({ QueueUrl: url }));
+    }
+    expect(poller.counts.events).toBe(48);
+    // Ten messages a receive, as before, would have run up to 40 events at once.
+    expect(peak).toBeLessThanOrEqual(8);
+    expect(peak).toBeGreaterThanOrEqual(4);
+  });
+});

@@ -29,6 +29,7 @@ export function startConsumer(
     1,
     options.outcomes,
     hg.worker,
+    hg.config.eventsPerMessage,
   );
   poller.start();
   return poller;
