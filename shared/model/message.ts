@@ -38,7 +38,13 @@ function fitsInline(payloadJson: string): boolean {
   return Buffer.byteLength(payloadJson, "utf8") <= INLINE_PAYLOAD_LIMIT;
 }
 
-/** The queue body: a positional JSON array, since every message pays for its bytes. */
+/**
+ * The queue body: a positional JSON array, since every message pays for its bytes. Only characters
+ * every queue takes: SQS refuses U+FFFE and U+FFFF, which JSON.stringify leaves as they are, and
+ * fauxqs refuses every character beyond U+FFFF (SQS takes them: fauxqs tests UTF-16 units, not
+ * characters). Those are written as JSON escapes, which decode to the same text, so an emoji in a
+ * payload neither makes a shared message bounce nor sends its neighbours without their payloads.
+ */
 export function encodeMessage(message: DispatchMessage): string {
   const fields: (string | number)[] = [
     message.member,
@@ -48,7 +54,17 @@ export function encodeMessage(message: DispatchMessage): string {
     message.attempt,
   ];
   if (message.payload !== undefined) fields.push(message.payload);
-  return JSON.stringify(fields);
+  const body = JSON.stringify(fields);
+  // They can only be inside strings (the rest of the body is ASCII), where an escape means the same.
+  return REFUSED_BY_A_QUEUE.test(body) ? body.replace(REFUSED_BY_A_QUEUE_ALL, escapeUnit) : body;
+}
+
+/** Surrogates (halves of a character beyond U+FFFF; JSON.stringify escapes lone ones) and U+FFFE/U+FFFF. */
+const REFUSED_BY_A_QUEUE = /[\uD800-\uDFFF\uFFFE\uFFFF]/;
+const REFUSED_BY_A_QUEUE_ALL = new RegExp(REFUSED_BY_A_QUEUE.source, "g");
+
+function escapeUnit(unit: string): string {
+  return `\\u${unit.charCodeAt(0).toString(16).padStart(4, "0")}`;
 }
 
 /**

@@ -205,6 +205,28 @@ describe("events due in the same second share a message (eventsPerMessage)", () 
     expect(events.every((m) => m.payload === payload)).toBe(true);
   });
 
+  it("counts a shared message in UTF-8 bytes: three payloads of multi-byte characters and emoji take two", async () => {
+    const tenant = freshTenant("bundle-utf8");
+    // 30,000 UTF-16 units each, so counted in units all three fit one 256 KiB message. In bytes
+    // they do not: "€" is three, "ü€" five, and an emoji goes as a twelve-byte JSON escape (fauxqs
+    // refuses characters beyond U+FFFF, and a refusal would send all three without payloads).
+    const payloads = [
+      JSON.stringify({ label: "€".repeat(30_000) }),
+      JSON.stringify({ label: "😀".repeat(15_000) }),
+      JSON.stringify({ label: "ü€".repeat(15_000) }),
+    ];
+    const messages = payloads.map((payload, i) => message(tenant, i, payload));
+    // A refusal by the strict client would show as events sent alone without their payloads.
+    expect(await transport({ eventsPerMessage: 10 }).send(messages, Date.now())).toEqual({
+      sent: 3,
+      failed: [],
+    });
+    const { events, bodies } = await receiveBodies(3);
+    expect(bodies.length).toBe(2);
+    const byMember = new Map(events.map((m) => [m.member, m.payload]));
+    expect(messages.map((m) => byMember.get(m.member))).toEqual(payloads);
+  });
+
   it("when a batch of shared messages fails, each event is sent again on its own", async () => {
     const tenant = freshTenant("bundle-fallback");
     const messages = Array.from({ length: 12 }, (_, i) => message(tenant, i, JSON.stringify({ i })));

@@ -68,6 +68,22 @@ describe("dispatch messages", () => {
     );
   });
 
+  it("hold only characters SQS and fauxqs both take, whatever the payload holds, and decode to it", () => {
+    // What fauxqs takes (SQS takes these and U+10000..U+10FFFF too): the body must match it.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the allowed set starts with tab, LF and CR.
+    const refused = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD]/;
+    const message = { member: "t/e1", shard: 0, gen: 1, runAt: 0, attempt: 0 };
+    fc.assert(
+      fc.property(fc.string({ unit: "binary" }), fc.string({ unit: "binary" }), (text, more) => {
+        const payload = JSON.stringify({ text, more, end: "\uFFFF\uFFFE😀" });
+        const body = encodeMessage({ ...message, payload });
+        expect(refused.test(body)).toBe(false);
+        expect(decodeMessage(body)).toEqual({ ...message, payload });
+      }),
+    );
+    expect(encodeMessage({ ...message, payload: '"😀"' })).toBe('["t/e1",0,1,0,0,"\\"\\ud83d\\ude00\\""]');
+  });
+
   it("carry a payload up to the limit in UTF-8 bytes, and leave a bigger one to the journal", () => {
     const message = { member: "t/e1", shard: 0, gen: 1, runAt: 0, attempt: 0 };
     const ascii = "a".repeat(INLINE_PAYLOAD_LIMIT);
