@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { appendFileSync, closeSync, mkdirSync, openSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
@@ -13,18 +12,6 @@ import { dynamoDbLocalArgs, ensureDynamoDbLocalJar } from "../../shared/local/dy
  */
 
 export const LOCAL_CREDENTIALS = { accessKeyId: "local", secretAccessKey: "local" };
-
-/** A port nothing listens on now. */
-export async function freePort(): Promise<number> {
-  return new Promise<number>((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 /**
  * A server process (redis-server, DynamoDB Local) behind a small `sh` guard that prints the

@@ -8,6 +8,7 @@ import { Redis } from "ioredis";
 import { loadConfig } from "../../shared/config.ts";
 import { ensureQueue, provision } from "../../shared/local/provision.ts";
 import { WORK_QUEUE } from "../../shared/resources.ts";
+import { freePorts } from "../../test/support/redis-servers.ts";
 import { type CheckReport, check } from "./checker.ts";
 import { ChaosClient } from "./client.ts";
 import { type FaultKind, HistoryWriter } from "./history.ts";
@@ -16,7 +17,6 @@ import { Receiver } from "./receiver.ts";
 import {
   dynamoAnswers,
   dynamoDbLocal,
-  freePort,
   type GuardedServer,
   httpAnswers,
   LOCAL_CREDENTIALS,
@@ -66,12 +66,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   );
   mkdirSync(join(runDir, "logs"), { recursive: true });
   const history = new HistoryWriter(join(runDir, "history.jsonl"));
-  const ports = {
-    redis: await freePort(),
-    dynamo: await freePort(),
-    sqs: await freePort(),
-    api: await freePort(),
-  };
+  // Held together while picked, so no two of them come back the same.
+  const picked = (await freePorts(4)) as [number, number, number, number];
+  const ports = { redis: picked[0], dynamo: picked[1], sqs: picked[2], api: picked[3] };
   const redisUrl = `redis://127.0.0.1:${ports.redis}`;
   const dynamoEndpoint = `http://127.0.0.1:${ports.dynamo}`;
   const sqsEndpoint = `http://127.0.0.1:${ports.sqs}`;

@@ -1,19 +1,11 @@
 import { spawn } from "node:child_process";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { deriveTenantSecret, signatureHeaders, tenantSecrets } from "../../shared/handlers/signing.ts";
+import { freePort } from "../support/redis-servers.ts";
 
 const root = new URL("../../", import.meta.url);
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-  const { port } = server.address() as { port: number };
-  await new Promise((done) => server.close(done));
-  return port;
-}
 
 describe("the README's webhook receiver", () => {
   it("is about ten lines and accepts a genuine webhook, refusing a tampered one", async () => {
