@@ -1,10 +1,9 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { GetQueueAttributesCommand, SetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
-import { defineHandler } from "../../shared/handlers/registry.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
 import { freshTenant } from "../support/engine.ts";
+import { type FlowRun, flowHandler, flowRuns, startFlowChild } from "../support/flow-child-process.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 
 /**
@@ -15,28 +14,12 @@ import { eventually, type TestHourglass, testHourglass } from "../support/harnes
  * a fresh process must run the two that were cut off (invariant 2), and never the two that had
  * succeeded (invariant 8), and nothing may start before its time (invariant 1).
  */
-interface Run {
-  readonly id: string;
-  readonly runAt: number;
-  readonly start: number;
-  readonly pid: number;
-}
 
 let hg: TestHourglass;
 let runsKey: string;
 let child: ChildProcess | undefined;
 
-const record = defineHandler(
-  "test.flow",
-  z.object({ workMs: z.number().int().optional() }),
-  async (payload, context) => {
-    await hg.redis.rpush(
-      runsKey,
-      JSON.stringify({ id: context.id, runAt: context.runAt.getTime(), start: Date.now(), pid: process.pid }),
-    );
-    await new Promise((done) => setTimeout(done, payload.workMs ?? 0));
-  },
-);
+const record = flowHandler(() => ({ redis: hg.redis, runsKey }), { work: true });
 
 const ENV = {
   // One shard, so the dispatcher claims all eight in one go and packs them four a message.
@@ -76,35 +59,8 @@ afterAll(async () => {
   await hg.destroy();
 });
 
-function startChild(): Promise<ChildProcess> {
-  const c = hg.config;
-  const proc = spawn(process.execPath, ["--import", "tsx", "test/support/flow-child.ts"], {
-    env: {
-      ...process.env,
-      ...ENV,
-      HOURGLASS_MODE: "local",
-      HOURGLASS_KEY_PREFIX: c.keyPrefix,
-      HOURGLASS_EVENTS_TABLE: c.tables.events,
-      HOURGLASS_LEASES_TABLE: c.tables.leases,
-      HOURGLASS_LEDGER_TABLE: c.tables.ledger,
-      HOURGLASS_SCHEDULES_TABLE: c.tables.schedules,
-      HOURGLASS_QUEUE_NAME: c.queue.name,
-      HOURGLASS_LOOKAHEAD_SECONDS: "5",
-      LOG_LEVEL: "SILENT",
-      FLOW_RUNS_KEY: runsKey,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    proc.stdout!.on("data", (chunk: Buffer) => {
-      if (chunk.toString().includes("ready")) resolve(proc);
-    });
-    proc.on("exit", (code) => reject(new Error(`child exited early (${code})`)));
-  });
-}
-
-async function runs(): Promise<Run[]> {
-  return (await hg.redis.lrange(runsKey, 0, -1)).map((line) => JSON.parse(line) as Run);
+async function runs(): Promise<FlowRun[]> {
+  return flowRuns(hg, runsKey);
 }
 
 async function statuses(tenant: string, ids: readonly string[]): Promise<string[]> {
@@ -131,7 +87,7 @@ describe("kill -9 in the middle of a shared message", () => {
     );
     expect(results.every((r) => r.ok)).toBe(true);
 
-    child = await startChild();
+    child = await startFlowChild(hg, ENV, runsKey);
     const childPid = child.pid!;
     await eventually(
       async () => {

@@ -1,10 +1,9 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
-import { defineHandler } from "../../shared/handlers/registry.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
 import { freshTenant } from "../support/engine.ts";
+import { type FlowRun, flowHandler, flowRuns, startFlowChild } from "../support/flow-child-process.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
 
 /**
@@ -13,27 +12,12 @@ import { eventually, type TestHourglass, testHourglass } from "../support/harnes
  * the middle of running events. A fresh process resumes the type: every event runs, none early,
  * the ones that were held back run in due order, and the dead process's slots come back.
  */
-interface Run {
-  readonly id: string;
-  readonly runAt: number;
-  readonly start: number;
-  readonly pid: number;
-}
 
 let hg: TestHourglass;
 let runsKey: string;
 let child: ChildProcess | undefined;
 
-const record = defineHandler(
-  "test.flow",
-  z.object({ workMs: z.number().int().optional() }),
-  async (_, context) => {
-    await hg.redis.rpush(
-      runsKey,
-      JSON.stringify({ id: context.id, runAt: context.runAt.getTime(), start: Date.now(), pid: process.pid }),
-    );
-  },
-);
+const record = flowHandler(() => ({ redis: hg.redis, runsKey }), { work: false });
 
 const ENV = {
   // One shard: due order is then one sorted set's order, which the test can check exactly.
@@ -53,35 +37,8 @@ afterAll(async () => {
   await hg.destroy();
 });
 
-function startChild(): Promise<ChildProcess> {
-  const c = hg.config;
-  const proc = spawn(process.execPath, ["--import", "tsx", "test/support/flow-child.ts"], {
-    env: {
-      ...process.env,
-      ...ENV,
-      HOURGLASS_MODE: "local",
-      HOURGLASS_KEY_PREFIX: c.keyPrefix,
-      HOURGLASS_EVENTS_TABLE: c.tables.events,
-      HOURGLASS_LEASES_TABLE: c.tables.leases,
-      HOURGLASS_LEDGER_TABLE: c.tables.ledger,
-      HOURGLASS_SCHEDULES_TABLE: c.tables.schedules,
-      HOURGLASS_QUEUE_NAME: c.queue.name,
-      HOURGLASS_LOOKAHEAD_SECONDS: "5",
-      LOG_LEVEL: "SILENT",
-      FLOW_RUNS_KEY: runsKey,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    proc.stdout!.on("data", (chunk: Buffer) => {
-      if (chunk.toString().includes("ready")) resolve(proc);
-    });
-    proc.on("exit", (code) => reject(new Error(`child exited early (${code})`)));
-  });
-}
-
-async function runs(): Promise<Run[]> {
-  return (await hg.redis.lrange(runsKey, 0, -1)).map((line) => JSON.parse(line) as Run);
+async function runs(): Promise<FlowRun[]> {
+  return flowRuns(hg, runsKey);
 }
 
 describe("pause, kill -9, resume", () => {
@@ -102,7 +59,7 @@ describe("pause, kill -9, resume", () => {
     );
     expect(results.every((r) => r.ok)).toBe(true);
 
-    child = await startChild();
+    child = await startFlowChild(hg, ENV, runsKey);
     // Let it run a few under the limits, then pause while it is busy, then kill -9.
     await eventually(
       async () => ((await runs()).length >= 3 ? true : undefined),
