@@ -40,8 +40,8 @@ export class QueuePoller {
   private askingForSlot = 0;
   /** Slots the receives in flight may fill: each asks for no more messages than the room it holds. */
   private reserved = 0;
-  /** The most events one message may hold: what a receive reserves per message it asks for. */
-  private eventsPerMessage: number;
+  /** The most events the sender puts in one message: what a receive reserves per message it asks for. */
+  private readonly eventsPerMessage: number;
   /** Resolved when a slot frees (a message finished, or its outcome went to wait at the gate). */
   private slotFreed: { promise: Promise<void>; resolve: () => void } | undefined;
   /** Messages received, the events in them, and messages whose handler failed (left for redelivery). */
@@ -66,8 +66,8 @@ export class QueuePoller {
     private readonly worker?: WaitingMessages,
     eventsPerMessage = 1,
   ) {
-    // The sender's setting (config `eventsPerMessage`); raised if a message ever holds more.
-    this.eventsPerMessage = eventsPerMessage;
+    // The sender's setting, not what bodies claim: one body's count must not change the pacing.
+    this.eventsPerMessage = Math.max(1, eventsPerMessage);
     this.acks = new AckBuffer(sqs, queueUrl, logger);
     if (outcomes) outcomes.onHold = () => this.freeSlot();
     if (worker) {
@@ -123,6 +123,8 @@ export class QueuePoller {
             WaitTimeSeconds: this.waitSeconds,
             MessageSystemAttributeNames: ["All"],
           }),
+          // A receive that never answers would hold its room, and so every poller, for good.
+          { abortSignal: AbortSignal.timeout((this.waitSeconds + RECEIVE_GRACE_SECONDS) * 1000) },
         );
         messages = Messages ?? [];
       } catch (error) {
@@ -137,12 +139,14 @@ export class QueuePoller {
       // Given back in the same turn as its events start counting (below), so no poller woken in
       // between sees the room twice.
       this.release(reservation);
-      // A full receive: the queue holds more than this consumer takes, so outcomes may wait.
-      this.outcomes?.backlog(messages.length >= take);
+      // A full receive of ten: the queue holds more than this consumer takes, so outcomes may
+      // wait. Fewer than asked: no backlog. A full receive of fewer (the room was small) says
+      // nothing either way, so the last word stands.
+      if (messages.length < take) this.outcomes?.backlog(false);
+      else if (take === RECEIVE_LIMIT) this.outcomes?.backlog(true);
       for (const message of messages) {
         this.counts.received++;
         const events = eventsInBody(message.Body ?? "");
-        this.eventsPerMessage = Math.max(this.eventsPerMessage, events);
         this.counts.events += events;
         this.handlingEvents += events;
         const handled: Promise<void> = this.process(message).finally(() => {
@@ -210,6 +214,12 @@ export class QueuePoller {
 
 /** SQS hands out at most ten messages a receive. */
 const RECEIVE_LIMIT = 10;
+
+/**
+ * Past its long poll, how long a receive may take before it is given up. What it had received
+ * comes back after the visibility timeout.
+ */
+const RECEIVE_GRACE_SECONDS = 20;
 
 /** Messages waiting for their due time that do not count against `maxInFlight`, per slot. */
 const WAITING_PER_SLOT = 4;

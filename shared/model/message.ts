@@ -92,7 +92,7 @@ export function decodeMessages(body: string): DispatchMessage[] {
 /** What a body holds: the messages that could be read, and how many events of it could not. */
 export interface DecodedBody {
   readonly messages: DispatchMessage[];
-  /** Events of a bundle that are not messages Hourglass writes (or missing from it: its count says). */
+  /** Elements of a bundle that are not messages Hourglass writes. */
   readonly unreadable: number;
 }
 
@@ -106,17 +106,18 @@ export function decodeBody(body: string): DecodedBody {
   if (!Array.isArray(value)) throw new MalformedMessageError(body);
   if (typeof value[0] !== "number") return { messages: [fromFields(value, body)], unreadable: 0 };
   const [count, ...elements] = value;
+  // The count is what the consumer counted its slots by (`eventsInBody`): a body whose elements
+  // do not match it, or whose count it could not read, is not one Hourglass wrote.
+  if (count < 2 || count !== elements.length || eventsInBody(body) !== count) {
+    throw new MalformedMessageError(body);
+  }
   const messages: DispatchMessage[] = [];
   for (const fields of elements) {
     const message = readFields(fields);
     if (message) messages.push(message);
   }
-  // A count the elements do not match (no sender writes one): at least one event is missing.
-  const declared = Number.isSafeInteger(count) ? (count as number) : 0;
-  const missing = declared >= 2 && declared === elements.length ? 0 : Math.max(1, declared - elements.length);
-  const unreadable = elements.length - messages.length + missing;
   if (messages.length === 0) throw new MalformedMessageError(body);
-  return { messages, unreadable };
+  return { messages, unreadable: elements.length - messages.length };
 }
 
 /** Decodes a body that holds one message (not a bundle). */

@@ -9,6 +9,7 @@ import {
 import type { SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSqsClient } from "../../shared/aws.ts";
+import type { TrailingOutcomes } from "../../shared/local/outcome-gate.ts";
 import { QueuePoller } from "../../shared/local/poller.ts";
 import { silentLogger } from "../../shared/logger.ts";
 import { eventually } from "../support/harness.ts";
@@ -148,7 +149,12 @@ describe("the local queue consumer's room, counted in events", () => {
       return { batchItemFailures: [] };
     };
     // Four pollers and room for eight events: two messages of four at a time, whoever asks.
-    const poller = new QueuePoller(sqs, url, handle, silentLogger, 4, 8, 1, undefined, undefined, 4);
+    // What the poller tells the outcome gate: a receive it kept small for lack of room says
+    // nothing of a backlog (one of two taken is not a queue holding more than the consumer takes).
+    const backlog: boolean[] = [];
+    const gate = { backlog: (full: boolean) => backlog.push(full), open() {}, close() {}, held: 0 };
+    const outcomes = gate as unknown as TrailingOutcomes;
+    const poller = new QueuePoller(sqs, url, handle, silentLogger, 4, 8, 1, outcomes, undefined, 4);
     poller.start();
     try {
       await eventually(
@@ -164,5 +170,7 @@ describe("the local queue consumer's room, counted in events", () => {
     // Ten messages a receive, as before, would have run up to 40 events at once.
     expect(peak).toBeLessThanOrEqual(8);
     expect(peak).toBeGreaterThanOrEqual(4);
+    expect(backlog).not.toContain(true);
+    expect(backlog).toContain(false);
   });
 });
