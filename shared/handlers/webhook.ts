@@ -140,17 +140,43 @@ async function signAndSend(
     ...signatureHeaders(secrets, context.id, new Date(), body),
   };
   if (body) headers["content-length"] = String(Buffer.byteLength(body));
-  const signal = AbortSignal.any([context.signal, AbortSignal.timeout(options.timeoutMs)]);
-  return send(url, payload.method, headers, body, guardedLookup(options.policy), signal).catch(
-    (error: unknown) => {
+  const deadline = untilEither(context.signal, options.timeoutMs);
+  return send(url, payload.method, headers, body, guardedLookup(options.policy), deadline.signal)
+    .catch((error: unknown) => {
       if (error instanceof ForbiddenAddressError) throw error;
       const failed = WebhookRequestError.from(url, error);
       // Node refused to build the request from the payload (payloads stored before their headers
       // were validated): every attempt would fail alike, so it goes to the dead letters now.
       if (UNSENDABLE.has(failed.code)) throw new NonRetryableError(failed.message, { cause: error });
       throw failed;
-    },
+    })
+    .finally(deadline.done);
+}
+
+/**
+ * A signal that aborts when `signal` does or after `ms`, whichever comes first; `done` stops the
+ * timer. Not `AbortSignal.any([signal, AbortSignal.timeout(ms)])`: on Node 20 the composite holds
+ * its sources weakly, so a garbage collection during the request drops the timeout and a receiver
+ * that never answers is waited for as long as it likes (the chaos soak's receivers that answered
+ * 200 two seconds past the 5 s timeout were recorded as succeeded; a test forcing GC shows it).
+ */
+function untilEither(signal: AbortSignal, ms: number): { signal: AbortSignal; done: () => void } {
+  const controller = new AbortController();
+  // The timer holds the controller, so nothing here can be collected before it fires or stops.
+  const timer = setTimeout(
+    () => controller.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError")),
+    ms,
   );
+  const onAbort = () => controller.abort(signal.reason);
+  if (signal.aborted) onAbort();
+  else signal.addEventListener("abort", onAbort, { once: true });
+  return {
+    signal: controller.signal,
+    done: () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+    },
+  };
 }
 
 /**

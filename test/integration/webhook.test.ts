@@ -1,8 +1,14 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AddressPolicy } from "../../shared/handlers/address-guard.ts";
-import { ForbiddenAddressError, NonRetryableError } from "../../shared/handlers/errors.ts";
+import {
+  ForbiddenAddressError,
+  NonRetryableError,
+  WebhookRequestError,
+} from "../../shared/handlers/errors.ts";
 import type { HandlerContext } from "../../shared/handlers/registry.ts";
 import {
   deriveTenantSecret,
@@ -163,6 +169,30 @@ describe("the webhook handler", () => {
     );
     expect(error).toBeInstanceOf(Error);
     expect(error).not.toBeInstanceOf(NonRetryableError);
+  });
+
+  it("times out a slow receiver even when memory is collected while it waits (a 200 after the timeout is not a success)", async () => {
+    // On Node 20, AbortSignal.any holds its sources weakly: with a collection during the request,
+    // a timeout made by AbortSignal.timeout never fired and the late 200 counted as delivered.
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    reply = { status: 200, delayMs: 1_500 };
+    const collecting = setInterval(gc, 20);
+    const started = Date.now();
+    try {
+      const outcomes = await Promise.all(
+        Array.from({ length: 5 }, () =>
+          run({ url: `${base}/slow-gc` }, { allowPrivate: true, timeoutMs: 200 }).then(
+            () => "delivered",
+            (e: unknown) => (e instanceof WebhookRequestError ? e.code : String(e)),
+          ),
+        ),
+      );
+      expect(outcomes).toEqual(Array(5).fill("timed out"));
+      expect(Date.now() - started).toBeLessThan(1_400);
+    } finally {
+      clearInterval(collecting);
+    }
   });
 
   it("refuses loopback, by name or by literal address, when private targets are not allowed", async () => {
