@@ -5,7 +5,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSqsClient } from "../../shared/aws.ts";
-import { type DispatchMessage, decodeMessages } from "../../shared/model/message.ts";
+import { type DispatchMessage, decodeMessages, eventsInBody } from "../../shared/model/message.ts";
 import { SqsTransport } from "../../shared/transport/sqs.ts";
 import { startConsumer } from "../support/consumer.ts";
 import { engine, freshTenant } from "../support/engine.ts";
@@ -174,6 +174,30 @@ describe("events due in the same second share a message (eventsPerMessage)", () 
     expect(events.every((m) => m.payload === JSON.stringify({ i: Number(m.member.split("/m")[1]) }))).toBe(
       true,
     );
+  });
+
+  it("the most a message may hold (100, the setting's bound) goes as one message the consumer counts right", async () => {
+    const tenant = freshTenant("bundle-max");
+    const messages = Array.from({ length: 100 }, (_, i) => message(tenant, i, JSON.stringify({ i })));
+    expect(await transport({ eventsPerMessage: 100 }).send(messages, Date.now())).toEqual({
+      sent: 100,
+      failed: [],
+    });
+    const bodies: string[] = [];
+    await eventually(
+      async () => {
+        const { Messages } = await hg.sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: hg.queueUrl!, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+        );
+        for (const m of Messages ?? []) bodies.push(m.Body!);
+        return bodies.length > 0 ? true : undefined;
+      },
+      15_000,
+      "the shared message",
+    );
+    expect(bodies).toHaveLength(1);
+    expect(eventsInBody(bodies[0]!)).toBe(100);
+    expect(decodeMessages(bodies[0]!).map((m) => m.member)).toEqual(messages.map((m) => m.member));
   });
 
   it("events visible in different seconds never share a message", async () => {
