@@ -12,7 +12,7 @@ import { eventually, type TestHourglass, testHourglass } from "../support/harnes
 import { recorder } from "../support/recorder.ts";
 
 /**
- * Events due in the same second share a queue message (config `eventsPerMessage`, 10 locally).
+ * Events due in the same second share a queue message (config `eventsPerMessage`, 4 locally).
  * The message goes back to the queue when one of its events could not be recorded, so its
  * redelivery carries events that already ran: those must be dropped, not run again (invariant 3),
  * and the one that failed must still run (invariant 2). Real Redis, DynamoDB Local and fauxqs.
