@@ -109,8 +109,9 @@ export function createFunction(
 
 /**
  * DynamoDB actions by what the code does with a table. Items inside TransactWriteItems are
- * authorized as their own PutItem/UpdateItem, so no transaction action appears. Nothing in
- * Hourglass scans, deletes items or batch-writes, so no role can.
+ * authorized as their own PutItem/UpdateItem/DeleteItem, so no transaction action appears.
+ * Nothing in Hourglass scans, so no role can; only the API batch-writes (events whose ids it made),
+ * and only the API deletes (schedules).
  */
 export const TABLE_ACCESS = {
   /** EventJournal: conditional puts and updates, point and batch reads, index queries. */
@@ -145,6 +146,16 @@ export const TABLE_ACCESS = {
     "dynamodb:Query",
     "dynamodb:UpdateItem",
   ],
+  /**
+   * The materializer (in the dispatcher): due schedules from the index, a schedule read again when
+   * its conditional advance lost, and the advance itself.
+   */
+  materialize: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"],
+  /**
+   * A batch of events whose ids Hourglass generated (the client sent none) is written with
+   * BatchWriteItem: no earlier event can carry such an id (EventJournal.createMany).
+   */
+  batchCreate: ["dynamodb:BatchWriteItem"],
   /** `/health` asks DynamoDB to describe the events table. */
   health: ["dynamodb:DescribeTable"],
 } as const;

@@ -248,7 +248,12 @@ export class Hourglass extends Construct {
     this.dispatcherFunction = functionFor("DispatcherFunction", "dispatcher");
     this.workerFunction = functionFor("WorkerFunction", "worker");
     // Per function, exactly what its code calls (see TABLE_ACCESS); test/infra/least-privilege pins it.
-    grantTable(this.apiFunction, this.eventsTable, [...TABLE_ACCESS.journal, ...TABLE_ACCESS.health], true);
+    grantTable(
+      this.apiFunction,
+      this.eventsTable,
+      [...TABLE_ACCESS.journal, ...TABLE_ACCESS.health, ...TABLE_ACCESS.batchCreate],
+      true,
+    );
     grantTable(this.apiFunction, this.leasesTable, TABLE_ACCESS.leases);
     grantTable(this.apiFunction, this.ledgerTable, TABLE_ACCESS.ledger);
     this.queue.grantSendMessages(this.apiFunction);
@@ -256,6 +261,11 @@ export class Hourglass extends Construct {
     grantTable(this.dispatcherFunction, this.leasesTable, TABLE_ACCESS.leases);
     this.queue.grantSendMessages(this.dispatcherFunction);
     grantTable(this.workerFunction, this.eventsTable, TABLE_ACCESS.journal, true);
+    // A retry due within the look-ahead, and a callback event due that soon, go out from the worker
+    // itself (SendMessageBatch, authorized as SendMessage); without it they wait for the dispatcher.
+    // With the queue's SQS-managed encryption this adds no KMS grant; with a key of the user's, it
+    // adds the key's encrypt actions, which a send needs.
+    this.queue.grantSendMessages(this.workerFunction);
     grantTable(this.workerFunction, this.leasesTable, TABLE_ACCESS.signingState);
     // reservation.expire releases holds in the ledger.
     grantTable(this.workerFunction, this.ledgerTable, TABLE_ACCESS.ledger);
@@ -266,9 +276,10 @@ export class Hourglass extends Construct {
     grantSecrets(this.apiFunction, secrets.api);
     grantSecrets(this.dispatcherFunction, secrets.dispatcher);
     grantSecrets(this.workerFunction, secrets.worker);
-    // Schedules are read and written by the API and materialized by the dispatcher; the worker never touches them.
+    // Schedules are read and written by the API and materialized by the dispatcher (which only finds
+    // due ones and moves them on); the worker never touches them.
     grantTable(this.apiFunction, this.schedulesTable, TABLE_ACCESS.schedules, true);
-    grantTable(this.dispatcherFunction, this.schedulesTable, TABLE_ACCESS.schedules, true);
+    grantTable(this.dispatcherFunction, this.schedulesTable, TABLE_ACCESS.materialize, true);
     attachWorker(this.workerFunction, this.queue, resolved.workerMaxConcurrency);
     for (const [, fn] of handlerFunctions) fn.grantInvoke(this.workerFunction);
 

@@ -26,6 +26,7 @@ const TARGETS: [RegExp, string][] = [
   [/HourglassEvents/, "events"],
   [/HourglassLeases/, "leases"],
   [/HourglassLedger/, "ledger"],
+  [/HourglassSchedules/, "schedules"],
   [/HourglassWebhookSecret/, "webhookSecret"],
   [/HourglassCacheAuth/, "cacheAuth"],
   [/HourglassWorkQueue(?!Dlq)/, "queue"],
@@ -81,21 +82,30 @@ describe("least privilege (issue 9)", () => {
 
   it("grants each function exactly what its code calls", () => {
     expect(grantsOf(template, "Api")).toEqual({
-      events: [...JOURNAL, "dynamodb:DescribeTable"].sort(),
+      // BatchWriteItem: a batch of events whose ids the API generated (EventJournal.createMany).
+      events: [...JOURNAL, "dynamodb:BatchWriteItem", "dynamodb:DescribeTable"].sort(),
       leases: ["dynamodb:GetItem", "dynamodb:UpdateItem"],
       ledger: LEDGER,
       queue: ["sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"],
       webhookSecret: SECRET,
       cacheAuth: SECRET,
       eventBus: ["events:PutEvents"],
+      schedules: [
+        "dynamodb:DeleteItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:Query",
+        "dynamodb:UpdateItem",
+      ],
     });
-    // No ledger, no webhook signing secret.
+    // No ledger, no webhook signing secret; schedules only found due and advanced.
     expect(grantsOf(template, "Dispatcher")).toEqual({
       events: JOURNAL,
       leases: ["dynamodb:GetItem", "dynamodb:UpdateItem"],
       queue: ["sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"],
       cacheAuth: SECRET,
       eventBus: ["events:PutEvents"],
+      schedules: ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"],
     });
     const worker = grantsOf(template, "Worker");
     expect(worker.events).toEqual(JOURNAL);
@@ -104,11 +114,23 @@ describe("least privilege (issue 9)", () => {
     expect(worker.webhookSecret).toEqual(SECRET);
     expect(worker.cacheAuth).toEqual(SECRET);
     expect(worker.eventBus).toEqual(["events:PutEvents"]);
-    // The event source mapping's receive and delete; the worker never sends.
-    expect(worker.queue).not.toContain("sqs:SendMessage");
+    expect(worker.schedules).toBeUndefined();
+    // The event source mapping's receive and delete, and the worker's own sends: retries and
+    // callbacks due within the look-ahead (SendMessageBatch is authorized as SendMessage).
+    expect(worker.queue).toEqual([
+      "sqs:ChangeMessageVisibility",
+      "sqs:DeleteMessage",
+      "sqs:GetQueueAttributes",
+      "sqs:GetQueueUrl",
+      "sqs:ReceiveMessage",
+      "sqs:SendMessage",
+    ]);
     for (const fn of ["Api", "Dispatcher", "Worker"] as const) {
       const all = Object.values(grantsOf(template, fn)).flat();
-      for (const unused of ["dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"])
+      expect(all, `${fn} dynamodb:Scan`).not.toContain("dynamodb:Scan");
+      // Only the API deletes (schedules) and batch-writes (events whose ids it generated).
+      if (fn === "Api") continue;
+      for (const unused of ["dynamodb:DeleteItem", "dynamodb:BatchWriteItem"])
         expect(all, `${fn} ${unused}`).not.toContain(unused);
     }
   });
