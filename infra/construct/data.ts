@@ -55,6 +55,8 @@ export interface Cache {
 
 /** The ElastiCache user the functions connect as on serverless Valkey (RBAC). */
 export const CACHE_USER = "hourglass";
+/** The user group's own `default` user: disabled, no commands, no keys. */
+export const DISABLED_DEFAULT_USER_ACCESS = "off -@all";
 
 /**
  * Valkey with TLS in transit, encryption at rest, authentication, and a security group that admits
@@ -96,8 +98,24 @@ export function createCache(
       engine: "valkey",
       userId: `${name}-user`,
       userName: CACHE_USER,
-      // Every key and command the Lua scripts and the index need; no other user exists.
+      // Every key and command the Lua scripts and the index need; the only user that is on.
       accessString: "on ~* &* +@all",
+      authenticationMode: {
+        Type: "password",
+        Passwords: [authSecret.secretValueFromJson("redisAuthToken").unsafeUnwrap()],
+      },
+    });
+    // CloudFormation: "A user named default must be included" (AWS::ElastiCache::UserGroup UserIds;
+    // CreateUserGroup fails with DefaultUserRequired otherwise), and ElastiCache's own default user
+    // may call every command on every key. So the group gets a `default` of its own, switched off:
+    // "replace this default user with a new one that isn't enabled" (ElastiCache RBAC guide). An
+    // "off" user cannot authenticate with any password; it has one only because a valkey user group
+    // admits only users that authenticate with a password or IAM.
+    const defaultUser = new elasticache.CfnUser(scope, "CacheDefaultUser", {
+      engine: "valkey",
+      userId: `${name}-default`,
+      userName: "default",
+      accessString: DISABLED_DEFAULT_USER_ACCESS,
       authenticationMode: {
         Type: "password",
         Passwords: [authSecret.secretValueFromJson("redisAuthToken").unsafeUnwrap()],
@@ -106,9 +124,9 @@ export function createCache(
     const userGroup = new elasticache.CfnUserGroup(scope, "CacheUserGroup", {
       engine: "valkey",
       userGroupId: `${name}-users`,
-      userIds: [user.userId],
+      userIds: [defaultUser.userId, user.userId],
     });
-    userGroup.node.addDependency(user);
+    userGroup.node.addDependency(user, defaultUser);
     const resource = new elasticache.CfnServerlessCache(scope, "Cache", {
       serverlessCacheName: name,
       engine: "valkey",

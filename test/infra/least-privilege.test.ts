@@ -188,11 +188,14 @@ describe("least privilege (issue 9)", () => {
 
   it("runs serverless Valkey with an ElastiCache user and user group whose password is a Secrets Manager secret", () => {
     const { template: serverless } = synth({ hourglass: { redis: { kind: "serverless" } } });
-    serverless.resourceCountIs("AWS::ElastiCache::User", 1);
+    // The functions' user, and the group's disabled `default` (test/infra/profiles.test.ts).
+    serverless.resourceCountIs("AWS::ElastiCache::User", 2);
     serverless.resourceCountIs("AWS::ElastiCache::UserGroup", 1);
     const cache = Object.values(serverless.findResources("AWS::ElastiCache::ServerlessCache"))[0]!;
     expect(cache.Properties.UserGroupId).toBeDefined();
-    const user = Object.values(serverless.findResources("AWS::ElastiCache::User"))[0]!;
+    const user = Object.values(serverless.findResources("AWS::ElastiCache::User")).find(
+      (u) => u.Properties.UserName === "hourglass",
+    )!;
     expect(JSON.stringify(user.Properties)).toContain("resolve:secretsmanager");
     expect(JSON.stringify(user.Properties.AuthenticationMode)).toContain("password");
   });

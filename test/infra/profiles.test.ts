@@ -5,6 +5,7 @@ import { Vpc } from "aws-cdk-lib/aws-ec2";
 import { AccountRootPrincipal, Role } from "aws-cdk-lib/aws-iam";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { describe, expect, it } from "vitest";
+import { CACHE_USER } from "../../infra/construct/data.ts";
 import { Hourglass } from "../../infra/construct/hourglass.ts";
 import { HourglassPropsError } from "../../infra/construct/props.ts";
 import { acknowledgeFindings } from "../../infra/nag.ts";
@@ -110,6 +111,26 @@ describe("the lean profile", () => {
   it("uses ElastiCache Serverless (Valkey) instead of a replication group", () => {
     template.resourceCountIs("AWS::ElastiCache::ReplicationGroup", 0);
     template.hasResourceProperties("AWS::ElastiCache::ServerlessCache", { Engine: "valkey" });
+  });
+
+  it("gives the user group a user named default, switched off, beside the functions' user", () => {
+    // "A user named default must be included" (AWS::ElastiCache::UserGroup, UserIds).
+    const users = template.findResources("AWS::ElastiCache::User");
+    const logicalIdOf = (name: string) =>
+      Object.entries(users).find(([, u]) => u.Properties.UserName === name)?.[0];
+    const defaultId = logicalIdOf("default");
+    const hourglassId = logicalIdOf(CACHE_USER);
+    expect(defaultId).toBeDefined();
+    expect(hourglassId).toBeDefined();
+    const disabled = users[defaultId!]!.Properties;
+    expect(disabled.AccessString).toBe("off -@all");
+    // A valkey user group admits only users with a password (or IAM); an "off" user cannot use it.
+    expect(disabled.AuthenticationMode.Type).toBe("password");
+    expect(disabled.UserId).not.toEqual(users[hourglassId!]!.Properties.UserId);
+    expect(users[hourglassId!]!.Properties.AccessString).toMatch(/^on /);
+    const group = Object.values(template.findResources("AWS::ElastiCache::UserGroup"))[0]!;
+    expect(group.Properties.UserIds).toEqual([disabled.UserId, users[hourglassId!]!.Properties.UserId]);
+    expect(group.DependsOn).toEqual(expect.arrayContaining([defaultId, hourglassId]));
   });
 
   it("puts the interface endpoints in one AZ", () => {
