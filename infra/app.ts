@@ -6,7 +6,8 @@ import { HourglassStack } from "./stacks/hourglass-stack.ts";
 /**
  * `cdk deploy` entry point. Context (`-c name=value`, see docs/deploy.md): `production=false` for
  * a throwaway environment, `egress=nat-gateway-per-az|nat-gateway|none`, `profile=lean`,
- * `cache=serverless`, `apiKeys=true`, `webhookAllowPrivate=true`, `redisUrl=...`, and
+ * `cache=serverless`, `apiKeys=true`, `webhookAllowPrivate=true`, `redisUrl=...`,
+ * `dispatcherReservedConcurrency=1|none`, and
  * `localstack=true` (an EventBridge rule drives the dispatcher: LocalStack's Scheduler never fires).
  */
 const app = new App();
@@ -21,6 +22,8 @@ const choice = <T extends string>(name: string, allowed: readonly T[]): T | unde
     throw new Error(`-c ${name} must be one of ${allowed.join(", ")} (got ${value})`);
   return value as T;
 };
+// `1` or `none`; the construct's validation names anything else.
+const reservation = app.node.tryGetContext("dispatcherReservedConcurrency");
 const redisUrl = app.node.tryGetContext("redisUrl");
 const cache = choice("cache", ["replication-group", "serverless"] as const);
 const egress = choice<Egress>("egress", ["nat-gateway-per-az", "nat-gateway", "none"]);
@@ -31,6 +34,9 @@ const hourglass: HourglassProps = {
   webhookAllowPrivate: flag("webhookAllowPrivate", false),
   dispatchTrigger: flag("localstack", false) ? "events-rule" : "scheduler",
   ...(egress && { egress }),
+  ...(reservation !== undefined && {
+    dispatcherReservedConcurrency: reservation === "none" ? "none" : Number(reservation),
+  }),
   ...(profile && { profile }),
   ...(redisUrl
     ? { redis: { kind: "external", url: String(redisUrl) } }

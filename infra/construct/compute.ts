@@ -33,6 +33,8 @@ export interface FunctionSettings {
   readonly logRetention: logs.RetentionDays;
   /** The user's overrides for this function (see `HourglassOverrides`). */
   readonly overrides?: HourglassOverrides["functions"];
+  /** Concurrency reserved for this function; none when undefined. */
+  readonly reservedConcurrency?: number | undefined;
 }
 
 /** The work queue, encrypted, with its dead-letter queue and redrive, from the shared definition. */
@@ -75,6 +77,9 @@ export function createFunction(
     depsLockFilePath: join(ROOT, "package-lock.json"),
     projectRoot: ROOT,
     ...overrides,
+    ...(settings.reservedConcurrency !== undefined && {
+      reservedConcurrentExecutions: settings.reservedConcurrency,
+    }),
     // What the code depends on comes last, so no override can change it.
     entry: join(ROOT, "functions", entry, "index.ts"),
     handler: "handler",
@@ -184,6 +189,11 @@ export function grantSecrets(fn: lambda.IFunction, secrets: readonly secretsmana
  * EventBridge Scheduler runs the dispatcher every minute, with retries and a dead-letter queue; or,
  * with `events-rule` (LocalStack, whose Scheduler never fires), an EventBridge rule does, with the
  * same retries and dead-letter queue.
+ *
+ * The target's retries are the scheduler's own, for an invocation Lambda did not accept (the
+ * asynchronous Invoke call failed); they never re-run a tick that ran and failed
+ * (`configureDispatcherInvocations`). Two of them within the event age of 60 s, the least either
+ * service accepts, keep a tick that is still worth running: after a minute the next one is due.
  */
 export function createDispatchSchedule(
   scope: Construct,
@@ -219,6 +229,17 @@ export function createDispatchSchedule(
     }),
   });
   return { schedule, rule: undefined, deadLetterQueue };
+}
+
+/**
+ * The dispatcher's own asynchronous invocations (EventBridge Scheduler and EventBridge rules invoke
+ * Lambda asynchronously): no retry of a failed tick, and a tick not started within a minute is
+ * dropped. Lambda's defaults (2 retries, one and two minutes later; throttled events kept up to
+ * 6 hours) would run stale ticks beside the fresh ones; the next tick, a minute later, claims
+ * whatever a failed or dropped one left, and `DispatcherMissedRuns` alarms when ticks stop.
+ */
+export function configureDispatcherInvocations(dispatcher: lambda.Function) {
+  dispatcher.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.seconds(60) });
 }
 
 export function attachWorker(worker: lambda.Function, queue: sqs.IQueue, maxConcurrency: number) {

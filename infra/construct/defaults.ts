@@ -25,6 +25,7 @@ export const DEFAULTS = {
   dispatchTrigger: "scheduler" as DispatchTrigger,
   shards: 16,
   workerMaxConcurrency: 50,
+  dispatcherReservedConcurrency: "none" as number | "none",
   lookAhead: Duration.minutes(2),
   indexHorizon: Duration.hours(1),
   logRetention: logs.RetentionDays.ONE_MONTH,
@@ -62,6 +63,7 @@ export interface ResolvedProps {
   readonly redis: RedisChoice;
   readonly shards: number;
   readonly workerMaxConcurrency: number;
+  readonly dispatcherReservedConcurrency: number | "none";
   readonly lookAhead: Duration;
   readonly indexHorizon: Duration;
   readonly logRetention: logs.RetentionDays;
@@ -91,6 +93,8 @@ export function resolveProps(props: HourglassProps): ResolvedProps {
     redis: props.redis ?? (lean ? { kind: "serverless" } : { kind: "replication-group" }),
     shards: props.shards ?? DEFAULTS.shards,
     workerMaxConcurrency: props.workerMaxConcurrency ?? DEFAULTS.workerMaxConcurrency,
+    dispatcherReservedConcurrency:
+      props.dispatcherReservedConcurrency ?? DEFAULTS.dispatcherReservedConcurrency,
     lookAhead: props.lookAhead ?? DEFAULTS.lookAhead,
     indexHorizon: props.indexHorizon ?? DEFAULTS.indexHorizon,
     logRetention: props.logRetention ?? DEFAULTS.logRetention,

@@ -20,6 +20,7 @@ import {
 } from "../../shared/resources.ts";
 import {
   attachWorker,
+  configureDispatcherInvocations,
   createApi,
   createDispatchSchedule,
   createFunction,
@@ -243,9 +244,14 @@ export class Hourglass extends Construct {
           }),
         },
         overrides: { ...overrides.functions, ...overrides[`${role}Function`] },
+        ...(role === "dispatcher" &&
+          resolved.dispatcherReservedConcurrency !== "none" && {
+            reservedConcurrency: resolved.dispatcherReservedConcurrency,
+          }),
       });
     this.apiFunction = functionFor("ApiFunction", "api");
     this.dispatcherFunction = functionFor("DispatcherFunction", "dispatcher");
+    configureDispatcherInvocations(this.dispatcherFunction);
     this.workerFunction = functionFor("WorkerFunction", "worker");
     // Per function, exactly what its code calls (see TABLE_ACCESS); test/infra/least-privilege pins it.
     grantTable(

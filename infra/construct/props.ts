@@ -144,6 +144,18 @@ export interface HourglassProps {
   readonly throttle?: { readonly rateLimit: number; readonly burstLimit: number };
   /** Upper bound on concurrent worker invocations. @default 50 */
   readonly workerMaxConcurrency?: number;
+  /**
+   * Concurrency reserved for the dispatcher, so the API, the worker and the account's other
+   * functions can never take the last execution its minute's tick needs; `1` is enough (one tick a
+   * minute, 55 s at most, under a Redis lease). Lambda refuses a reservation that leaves fewer than
+   * 100 executions unreserved ("You can reserve concurrency for as many functions as you like, as
+   * long as you leave at least 100 simultaneous executions unreserved", PutFunctionConcurrency), so
+   * an account whose concurrency quota is 100 or less, as new accounts' is, cannot reserve any and
+   * `cdk deploy` would fail there: hence no reservation by default. Give `1` once the account's
+   * quota is above 100 (docs/deploy.md).
+   * @default "none"
+   */
+  readonly dispatcherReservedConcurrency?: number | "none";
   /** Dispatcher look-ahead: how far before due events are sent with an SQS delay. @default 2 minutes */
   readonly lookAhead?: Duration;
   /**

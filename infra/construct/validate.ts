@@ -18,6 +18,20 @@ export function validateProps(props: HourglassProps): void {
       `workerMaxConcurrency must be from 2 to 1000, as the SQS event source allows (got ${props.workerMaxConcurrency})`,
     );
   }
+  const reserved = props.dispatcherReservedConcurrency;
+  if (reserved !== undefined && reserved !== "none" && !(Number.isInteger(reserved) && reserved >= 1)) {
+    problems.push(
+      `dispatcherReservedConcurrency must be a whole number of at least 1, or "none" (got ${String(reserved)}); 0 would stop the dispatcher for good`,
+    );
+  }
+  const overriddenReservation =
+    props.overrides?.dispatcherFunction?.reservedConcurrentExecutions ??
+    props.overrides?.functions?.reservedConcurrentExecutions;
+  if (reserved !== undefined && overriddenReservation !== undefined) {
+    problems.push(
+      "dispatcherReservedConcurrency and overrides' reservedConcurrentExecutions both reserve the dispatcher's concurrency: give one",
+    );
+  }
   if (
     props.throttle &&
     (props.throttle.rateLimit <= 0 || props.throttle.burstLimit < props.throttle.rateLimit)

@@ -19,6 +19,12 @@ const synth = (props: HourglassStackProps = {}) => {
   return { app, stack, template: Template.fromStack(stack) };
 };
 
+/** The logical id of one of the three Hourglass functions. */
+const hourglassFunctionId = (template: Template, role: "Api" | "Dispatcher" | "Worker") =>
+  Object.keys(template.findResources("AWS::Lambda::Function")).find((id) =>
+    id.startsWith(`Hourglass${role}Function`),
+  )!;
+
 describe("HourglassStack", () => {
   const { template } = synth();
 
@@ -61,6 +67,48 @@ describe("HourglassStack", () => {
         DeadLetterConfig: { Arn: Match.anyValue() },
       }),
     });
+  });
+
+  it("runs the dispatcher's asynchronous invocations without Lambda's retries, dropping a tick older than a minute", () => {
+    const dispatcher = hourglassFunctionId(template, "Dispatcher");
+    template.resourceCountIs("AWS::Lambda::EventInvokeConfig", 1);
+    template.hasResourceProperties("AWS::Lambda::EventInvokeConfig", {
+      FunctionName: { Ref: dispatcher },
+      Qualifier: "$LATEST",
+      MaximumRetryAttempts: 0,
+      MaximumEventAgeInSeconds: 60,
+    });
+  });
+
+  it("reserves no concurrency by default, so an account at a new account's quota can deploy", () => {
+    for (const fn of Object.values(template.findResources("AWS::Lambda::Function")))
+      expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
+  });
+
+  it("reserves the dispatcher's concurrency, and only the dispatcher's, when asked", () => {
+    const { template: reserved } = synth({ hourglass: { dispatcherReservedConcurrency: 1 } });
+    const functions = reserved.findResources("AWS::Lambda::Function");
+    const dispatcher = hourglassFunctionId(reserved, "Dispatcher");
+    expect(functions[dispatcher]!.Properties.ReservedConcurrentExecutions).toBe(1);
+    const others = Object.entries(functions).filter(([id]) => id !== dispatcher);
+    for (const [id, fn] of others) expect(fn.Properties.ReservedConcurrentExecutions, id).toBeUndefined();
+    const none = synth({ hourglass: { dispatcherReservedConcurrency: "none" } }).template;
+    expect(
+      none.findResources("AWS::Lambda::Function")[dispatcher]!.Properties.ReservedConcurrentExecutions,
+    ).toBeUndefined();
+  });
+
+  it("refuses a reservation that would stop the dispatcher, or one given twice", () => {
+    const build = (props: ConstructorParameters<typeof Hourglass>[2]) => () =>
+      new Hourglass(new Stack(new App({ context: { "aws:cdk:bundling-stacks": [] } })), "H", props);
+    expect(build({ dispatcherReservedConcurrency: 0 })).toThrow(/dispatcherReservedConcurrency/);
+    expect(build({ dispatcherReservedConcurrency: 1.5 })).toThrow(HourglassPropsError);
+    expect(
+      build({
+        dispatcherReservedConcurrency: 1,
+        overrides: { dispatcherFunction: { reservedConcurrentExecutions: 2 } },
+      }),
+    ).toThrow(/give one/);
   });
 
   it("puts IAM authorization on every API method, with throttling and access logs", () => {
