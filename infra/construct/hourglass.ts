@@ -17,6 +17,7 @@ import {
   LEDGER_TABLE,
   SCHEDULES_TABLE,
   type TableDefinition,
+  WORK_QUEUE,
 } from "../../shared/resources.ts";
 import {
   attachWorker,
@@ -313,8 +314,14 @@ export class Hourglass extends Construct {
         dispatcher: this.dispatcherFunction,
         worker: this.workerFunction,
         api: this.apiFunction,
+        queue: this.queue,
         deadLetterQueue: this.deadLetterQueue,
         scheduleDeadLetterQueue: dispatch.deadLetterQueue,
+      },
+      {
+        lookAheadSeconds: resolved.lookAhead.toSeconds(),
+        visibilityTimeoutSeconds:
+          overrides.queue?.visibilityTimeout?.toSeconds() ?? WORK_QUEUE.visibilityTimeoutSeconds,
       },
       resolved.alarmTopic,
     );

@@ -11,9 +11,21 @@ export interface Watched {
   readonly dispatcher: lambda.IFunction;
   readonly worker: lambda.IFunction;
   readonly api: lambda.IFunction;
+  readonly queue: sqs.IQueue;
   readonly deadLetterQueue: sqs.IQueue;
   readonly scheduleDeadLetterQueue: sqs.IQueue;
 }
+
+/** What the thresholds are derived from. */
+export interface Cadence {
+  /** How far ahead events are sent with an SQS delay: the longest a healthy message waits. */
+  readonly lookAheadSeconds: number;
+  /** The work queue's: how long a message whose run failed to be recorded stays away. */
+  readonly visibilityTimeoutSeconds: number;
+}
+
+/** PRODUCT.md's target for steady load on AWS: p99 lateness at most 1.5 s. */
+export const LATENESS_TARGET_MS = 1_500;
 
 const metric = (name: string, service: string, statistic: string, period = Duration.minutes(1)) =>
   new cloudwatch.Metric({
@@ -25,15 +37,24 @@ const metric = (name: string, service: string, statistic: string, period = Durat
   });
 
 /** Alarms on what users feel (lost, late or failing work) and one dashboard showing the same. */
-export function createObservability(scope: Construct, watched: Watched, topic: sns.ITopic | undefined) {
+export function createObservability(
+  scope: Construct,
+  watched: Watched,
+  cadence: Cadence,
+  topic: sns.ITopic | undefined,
+) {
   const overdue = metric(METRIC.overdueLag, "dispatcher", "Maximum");
+  const oldestMessageSeconds = cadence.lookAheadSeconds + cadence.visibilityTimeoutSeconds + 60;
   const alarm = (
     id: string,
     alarmDescription: string,
     watchedMetric: cloudwatch.IMetric,
     threshold: number,
     options: Partial<
-      Pick<cloudwatch.AlarmProps, "comparisonOperator" | "evaluationPeriods" | "treatMissingData">
+      Pick<
+        cloudwatch.AlarmProps,
+        "comparisonOperator" | "evaluationPeriods" | "datapointsToAlarm" | "treatMissingData"
+      >
     > = {},
   ) =>
     new cloudwatch.Alarm(scope, id, {
@@ -110,6 +131,36 @@ export function createObservability(scope: Construct, watched: Watched, topic: s
       "The worker Lambda failed (infrastructure errors, not handler failures)",
       watched.worker.metricErrors(fiveMinuteSum),
       5,
+    ),
+    // A healthy message is at most the look-ahead old when its delay ends, and a worker takes it
+    // within seconds; one whose run failed to be recorded comes back after the visibility timeout
+    // (a message received three times no longer counts in this metric; the DLQ alarm covers it).
+    // Older than both plus a dispatcher period, for three minutes running: messages are waiting
+    // for a worker that does not take them (throttled, failing, or its event source disabled),
+    // which the lateness alarm cannot see, since nothing that does not run reports lateness.
+    oldestMessage: alarm(
+      "WorkQueueOldestMessage",
+      `A work-queue message is older than the look-ahead, a visibility timeout and a minute (${oldestMessageSeconds} s): the worker is not taking messages`,
+      watched.queue.metricApproximateAgeOfOldestMessage({
+        period: Duration.minutes(1),
+        statistic: "Maximum",
+      }),
+      oldestMessageSeconds,
+      { evaluationPeriods: 3, comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD },
+    ),
+    // p99 of each minute's starts; 3 of 5 minutes, so one or two slow minutes (a cold start, a
+    // burst drained at full concurrency) do not page and a lasting slip does. No work, no data:
+    // not breaching.
+    lateness: alarm(
+      "StartLateness",
+      `Events start late: p99 lateness above ${LATENESS_TARGET_MS} ms (PRODUCT.md's target) in 3 of the last 5 minutes`,
+      metric(METRIC.lateness, "worker", "p99"),
+      LATENESS_TARGET_MS,
+      {
+        evaluationPeriods: 5,
+        datapointsToAlarm: 3,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      },
     ),
   };
   if (topic) for (const alarm of Object.values(alarms)) alarm.addAlarmAction(new actions.SnsAction(topic));

@@ -168,6 +168,52 @@ describe("HourglassStack", () => {
     template.resourceCountIs("AWS::CloudWatch::Dashboard", 1);
   });
 
+  it("alarms on the work queue's oldest message past the look-ahead, a visibility timeout and a minute", () => {
+    template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      Namespace: "AWS/SQS",
+      MetricName: "ApproximateAgeOfOldestMessage",
+      Dimensions: [
+        {
+          Name: "QueueName",
+          Value: { "Fn::GetAtt": [Match.stringLikeRegexp("^HourglassWorkQueue"), "QueueName"] },
+        },
+      ],
+      Statistic: "Maximum",
+      Period: 60,
+      // 120 s look-ahead + 360 s visibility timeout + 60 s.
+      Threshold: 540,
+      EvaluationPeriods: 3,
+      ComparisonOperator: "GreaterThanThreshold",
+    });
+    const { template: longer } = synth({ hourglass: { lookAhead: Duration.minutes(10) } });
+    longer.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      MetricName: "ApproximateAgeOfOldestMessage",
+      Threshold: 600 + 360 + 60,
+    });
+  });
+
+  it("alarms on start lateness p99 above 1.5 s in 3 of 5 minutes, not on one slow minute", () => {
+    template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      Namespace: "Hourglass",
+      MetricName: "LatenessMs",
+      Dimensions: [{ Name: "service", Value: "worker" }],
+      ExtendedStatistic: "p99",
+      Period: 60,
+      Threshold: 1_500,
+      EvaluationPeriods: 5,
+      DatapointsToAlarm: 3,
+      ComparisonOperator: "GreaterThanThreshold",
+      TreatMissingData: "notBreaching",
+    });
+  });
+
+  it("names every alarm in the AlarmNames output", () => {
+    const alarms = Object.keys(template.findResources("AWS::CloudWatch::Alarm"));
+    expect(alarms).toHaveLength(10);
+    const names = template.findOutputs("AlarmNames").AlarmNames!.Value["Fn::Join"][1] as { Ref: string }[];
+    expect(names.map((n) => n.Ref).sort()).toEqual(alarms.sort());
+  });
+
   it("reaches the internet by default (a NAT gateway per AZ), with endpoints for DynamoDB, SQS, Secrets Manager and EventBridge", () => {
     template.resourceCountIs("AWS::EC2::NatGateway", 2);
     template.resourceCountIs("AWS::EC2::VPCEndpoint", 4);
