@@ -52,7 +52,13 @@ export function authorizationsFor(call: ServiceCall, naming: ResourceNaming): Au
     case "monitoring":
       return one("*");
     case "lambda":
-      return one(functionArn(text(call.input.FunctionName), text(call.input.Qualifier), region, accountId));
+      // Invoke is the one operation served, and IAM calls it InvokeFunction.
+      return [
+        {
+          action: "lambda:InvokeFunction",
+          resource: functionArn(text(call.input.FunctionName), text(call.input.Qualifier), region, accountId),
+        },
+      ];
   }
 }
 

@@ -71,6 +71,17 @@ export class StandInProxy {
     outgoing["content-length"] = body.length;
     const basePath = this.target.pathname === "/" ? "" : this.target.pathname.replace(/\/$/, "");
 
+    return this.send(method, `${basePath}${pathAndQuery}`, outgoing, body, response, true);
+  }
+
+  private send(
+    method: string,
+    path: string,
+    headers: OutgoingHttpHeaders,
+    body: Buffer,
+    response: ServerResponse,
+    mayRetry: boolean,
+  ): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const upstream = this.transport.request(
         {
@@ -78,8 +89,8 @@ export class StandInProxy {
           hostname: this.target.hostname,
           port: this.target.port,
           method,
-          path: `${basePath}${pathAndQuery}`,
-          headers: outgoing,
+          path,
+          headers,
           agent: this.agent,
         },
         (answer) => {
@@ -93,10 +104,17 @@ export class StandInProxy {
           pipeline(answer, response).then(resolve, () => resolve());
         },
       );
-      upstream.on("error", (error) => {
-        if (response.headersSent) {
+      upstream.on("error", (error: NodeJS.ErrnoException) => {
+        if (response.destroyed) {
+          // The caller left first (its close tore this request down); nobody is waiting for an answer.
+          resolve();
+        } else if (response.headersSent) {
           response.destroy(error);
           resolve();
+        } else if (mayRetry && upstream.reusedSocket && error.code === "ECONNRESET") {
+          // The stand-in closed an idle kept-alive connection just as this call went out on it: the
+          // call never reached it, so it goes again on a fresh connection (Node's documented remedy).
+          this.send(method, path, headers, body, response, false).then(resolve, reject);
         } else {
           reject(new StandInUnreachableError(this.target.origin, error));
         }
