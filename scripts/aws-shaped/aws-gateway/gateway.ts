@@ -2,9 +2,6 @@ import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ResourceNaming } from "./authorizations.ts";
-import { decide } from "./call-authorizer.ts";
-import { CallLog } from "./call-log.ts";
-import { credentialScope } from "./credential-scope.ts";
 import { AwsFault, GatewayConfigError } from "./errors.ts";
 import {
   accessDenied,
@@ -14,17 +11,17 @@ import {
   unrecognizedClient,
   unsupported,
 } from "./faults.ts";
+import { CallLog, decide } from "./iam-checkpoint.ts";
 import { CloudFormation } from "./local/cloudformation.ts";
 import { cloudWatch } from "./local/cloudwatch.ts";
 import { eventBridge } from "./local/eventbridge.ts";
 import { lambda } from "./local/lambda.ts";
-import type { LocalService } from "./local/local-service.ts";
 import { scheduler } from "./local/scheduler.ts";
 import { SecretsManager } from "./local/secrets-manager.ts";
 import { PolicyEvaluator } from "./policy-evaluator.ts";
 import { faultReply, type Protocol, protocolFromContentType, type Reply } from "./protocols.ts";
 import { ScheduleStore } from "./schedule-store.ts";
-import { readServiceCall, type ServiceCall } from "./service-call.ts";
+import { credentialScope, type LocalService, readServiceCall, type ServiceCall } from "./service-call.ts";
 import { isServiceName, protocolOf, SERVICES, type ServiceName } from "./services.ts";
 import { StandInProxy, StandInUnreachableError } from "./stand-in-proxy.ts";
 import type { AwsGateway, GatewayOptions } from "./types.ts";
@@ -182,8 +179,8 @@ export async function startAwsGateway(options: GatewayOptions): Promise<AwsGatew
       send(response, faultReply(fallback, internalFailure(`aws gateway: ${(error as Error).message}`)));
     });
   });
-  // The SDK keeps connections open between calls; closing an idle one just as a call is sent on it
-  // fails that call, so idle connections live longer than the SDK's own idle time.
+  // The SDK keeps its connections open with no idle limit of its own; a server closing an idle one
+  // as a call goes out on it fails that call. A minute outlasts the gaps of a running function.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   // Long polls (ReceiveMessage, up to 20 s) stay open as long as the stand-in keeps them.

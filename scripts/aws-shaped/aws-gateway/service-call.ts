@@ -1,8 +1,44 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { gunzipSync } from "node:zlib";
 import { invalidRequest, unsupported } from "./faults.ts";
-import type { Protocol } from "./protocols.ts";
+import type { Protocol, Reply } from "./protocols.ts";
 import type { ServiceName } from "./services.ts";
+import type { GatewayPrincipal } from "./types.ts";
+
+/**
+ * Reading a request: who signed it and for which service, then which operation it calls with what,
+ * and the shape of the operations that answer it.
+ */
+
+/**
+ * Who is calling, and which service they signed for, read from the SigV4 credential scope
+ * (`Credential=AKID/20261205/us-east-1/dynamodb/aws4_request`). The signature itself is not checked:
+ * every caller is one of the harness's own functions, and the scope is all IAM needs to know who.
+ */
+export interface CredentialScope {
+  readonly accessKeyId: string;
+  readonly date: string;
+  readonly region: string;
+  /** The signing name: "dynamodb", "sqs", "monitoring" (CloudWatch), "events" (EventBridge), … */
+  readonly service: string;
+}
+
+const SCOPE = /^([^/\s,]+)\/(\d{8})\/([^/\s,]+)\/([^/\s,]+)\/aws4_request$/;
+const HEADER_CREDENTIAL = /Credential=([^,\s]+)/;
+
+/** The scope from the `Authorization` header, or from `X-Amz-Credential` of a presigned URL. */
+export function credentialScope(
+  authorization: string | undefined,
+  query: URLSearchParams,
+): CredentialScope | undefined {
+  const credential = authorization
+    ? HEADER_CREDENTIAL.exec(authorization)?.[1]
+    : (query.get("X-Amz-Credential") ?? undefined);
+  if (!credential) return undefined;
+  const [, accessKeyId, date, region, service] = SCOPE.exec(credential) ?? [];
+  if (!accessKeyId || !date || !region || !service) return undefined;
+  return { accessKeyId, date, region, service };
+}
 
 /**
  * One API call as the gateway understands it: the operation and its parameters, whichever protocol
@@ -15,7 +51,6 @@ export interface ServiceCall {
   readonly operation: string;
   readonly input: Readonly<Record<string, unknown>>;
   readonly body: Buffer;
-  readonly headers: IncomingHttpHeaders;
 }
 
 export interface RawRequest {
@@ -36,7 +71,6 @@ export function readServiceCall(service: ServiceName, protocol: Protocol, reques
     operation,
     input,
     body: request.body,
-    headers: request.headers,
   });
   switch (protocol.kind) {
     case "json": {
@@ -117,3 +151,11 @@ function jsonObject(protocol: Protocol, body: Buffer): Record<string, unknown> {
   }
   return parsed as Record<string, unknown>;
 }
+
+/**
+ * A service the gateway answers itself instead of forwarding: its operations by name. An operation
+ * runs only after IAM allowed the call, and answers in the call's protocol or throws an AwsFault.
+ */
+export type LocalOperation = (call: ServiceCall, caller: GatewayPrincipal) => Reply | Promise<Reply>;
+
+export type LocalService = Readonly<Record<string, LocalOperation>>;

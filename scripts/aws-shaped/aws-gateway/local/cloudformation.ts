@@ -1,8 +1,8 @@
 import { AwsFault } from "../errors.ts";
 import { unsupported } from "../faults.ts";
 import { escapeXml, queryReply } from "../protocols.ts";
+import type { LocalService } from "../service-call.ts";
 import type { SeededStack } from "../types.ts";
-import type { LocalService } from "./local-service.ts";
 
 interface Stack {
   readonly name: string;

@@ -1,6 +1,6 @@
 import { unsupported } from "../faults.ts";
 import { jsonReply } from "../protocols.ts";
-import type { LocalService } from "./local-service.ts";
+import type { LocalService } from "../service-call.ts";
 
 /**
  * The three CloudWatch operations the operator commands and Powertools make, answered as an

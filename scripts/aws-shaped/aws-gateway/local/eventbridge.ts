@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import type { CallLog } from "../call-log.ts";
 import { AwsFault } from "../errors.ts";
+import type { CallLog } from "../iam-checkpoint.ts";
 import { jsonReply } from "../protocols.ts";
-import type { LocalService } from "./local-service.ts";
+import type { LocalService } from "../service-call.ts";
 
 const MAX_ENTRIES = 10;
 

@@ -1,7 +1,7 @@
 import { functionArn } from "../authorizations.ts";
 import { AwsFault } from "../errors.ts";
+import type { LocalService } from "../service-call.ts";
 import type { LambdaInvocationResult } from "../types.ts";
-import type { LocalService } from "./local-service.ts";
 
 type Invoke = (functionArn: string, payload: Uint8Array) => Promise<LambdaInvocationResult>;
 

@@ -1,7 +1,7 @@
 import { AwsFault } from "../errors.ts";
 import { jsonReply } from "../protocols.ts";
 import type { ScheduleStore } from "../schedule-store.ts";
-import type { LocalService } from "./local-service.ts";
+import type { LocalService } from "../service-call.ts";
 
 /** Fields of an UpdateSchedule request that name the call, not the schedule. */
 const NOT_STORED = new Set(["Name", "GroupName", "ClientToken"]);

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { AwsFault } from "../errors.ts";
 import { jsonReply } from "../protocols.ts";
-import type { LocalService } from "./local-service.ts";
+import type { LocalService } from "../service-call.ts";
 
 /** Secrets Manager appends a hyphen and six random characters to a secret's name in its ARN. */
 const ARN_SUFFIX = /-[A-Za-z0-9]{6}$/;

@@ -1,9 +1,13 @@
 import { type Authorization, authorizationsFor, type ResourceNaming } from "./authorizations.ts";
-import type { CallLog } from "./call-log.ts";
 import { PolicyEvaluationError } from "./errors.ts";
 import type { Evaluation, PolicyEvaluator } from "./policy-evaluator.ts";
 import type { ServiceCall } from "./service-call.ts";
-import type { GatewayPrincipal } from "./types.ts";
+import type { GatewayPrincipal, PublishedEntry, RecordedCall } from "./types.ts";
+
+/**
+ * The IAM checkpoint every call passes: its authorizations evaluated against the caller's role and
+ * written to the call log, which the harness reads afterwards to see what each function asked for.
+ */
 
 export interface Refusal {
   readonly authorization: Authorization;
@@ -36,12 +40,12 @@ export async function decide(
     if (error instanceof PolicyEvaluationError) return { kind: "failed", error };
     throw error;
   }
+  if (evaluations.some((evaluation) => evaluation.kind === "unknown-action")) return { kind: "unknown" };
   const at = Date.now();
   let refused: Refusal | undefined;
   for (const [i, evaluation] of evaluations.entries()) {
     const authorization = authorizations[i];
-    if (evaluation.kind === "unknown-action") return { kind: "unknown" };
-    if (!authorization) continue;
+    if (evaluation.kind !== "decided" || !authorization) continue;
     log.record({
       at,
       principal: principal.name,
@@ -59,4 +63,36 @@ export async function decide(
     }
   }
   return refused ? { kind: "decided", refused } : { kind: "decided" };
+}
+
+/**
+ * Every authorization the gateway decided, the ones IAM refused, and every EventBridge entry
+ * accepted. Append-only arrays handed out as they are, so recording and reading cost the same
+ * whether a run made ten calls or ten million.
+ */
+export class CallLog {
+  private readonly all: RecordedCall[] = [];
+  private readonly refused: RecordedCall[] = [];
+  private readonly entries: PublishedEntry[] = [];
+
+  record(call: RecordedCall): void {
+    this.all.push(call);
+    if (call.decision !== "Allowed") this.refused.push(call);
+  }
+
+  publish(entry: PublishedEntry): void {
+    this.entries.push(entry);
+  }
+
+  calls(): readonly RecordedCall[] {
+    return this.all;
+  }
+
+  denied(): readonly RecordedCall[] {
+    return this.refused;
+  }
+
+  published(): readonly PublishedEntry[] {
+    return this.entries;
+  }
 }
