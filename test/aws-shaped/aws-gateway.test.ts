@@ -321,3 +321,36 @@ describe("SQS through the gateway", () => {
     );
   });
 });
+
+describe("SQS's query protocol", () => {
+  const post = (accessKeyId: string | undefined, form: Record<string, string>) =>
+    fetch(gateway.url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        ...(accessKeyId && {
+          authorization: `AWS4-HMAC-SHA256 Credential=${accessKeyId}/20261205/${REGION}/sqs/aws4_request, SignedHeaders=host, Signature=0`,
+        }),
+      },
+      body: new URLSearchParams(form).toString(),
+    });
+
+  it("is authorized on the queue the form names and refused in SQS's XML when IAM refuses", async () => {
+    const refused = await post("AKIDWRITER", { Action: "SendMessage", QueueUrl: queueUrl, MessageBody: "x" });
+    expect(refused.status).toBe(403);
+    const xml = await refused.text();
+    expect(xml).toContain("<Code>AccessDenied</Code>");
+    expect(xml).toContain(`is not authorized to perform: sqs:sendmessage on resource: ${queueArn}`);
+
+    // Allowed, but fauxqs speaks only the JSON protocol: said so, not silently mis-served.
+    const allowed = await post("AKIDAPI", { Action: "SendMessage", QueueUrl: queueUrl, MessageBody: "x" });
+    expect(allowed.status).toBe(400);
+    expect(await allowed.text()).toContain("<Code>InvalidAction</Code>");
+  });
+
+  it("answers an unsigned request with MissingAuthenticationToken", async () => {
+    const unsigned = await post(undefined, { Action: "ListQueues" });
+    expect(unsigned.status).toBe(403);
+    expect(await unsigned.text()).toContain("<Code>MissingAuthenticationToken</Code>");
+  });
+});
