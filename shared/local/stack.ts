@@ -22,8 +22,8 @@ export interface LocalStackOptions {
   readonly cacheDir?: string;
   /** Keep data across restarts (Redis AOF, DynamoDB `-dbPath`). @default true */
   readonly persist?: boolean;
-  /** Services run elsewhere (LocalStack, AWS): neither probed nor started. */
-  readonly skip?: readonly ("dynamodb" | "sqs")[];
+  /** Services run elsewhere (LocalStack, AWS), or not needed: neither probed nor started. */
+  readonly skip?: readonly ("redis" | "dynamodb" | "sqs")[];
   /** Called with one line per service started or reused. */
   readonly log?: (line: string) => void;
 }
@@ -59,7 +59,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   try {
     const redis = new URL(redisUrl);
     const redisPort = Number(redis.port || 6379);
-    if (await redisAnswers(redis.hostname, redisPort)) {
+    if (options.skip?.includes("redis")) {
+      log("redis: not needed here; not started");
+    } else if (await redisAnswers(redis.hostname, redisPort)) {
       log(`redis: reusing ${redisUrl}`);
     } else {
       stoppers.push({ name: "redis", stop: await startRedis(redisPort, dataDir, persist) });

@@ -28,7 +28,12 @@ import type { ApiGateway, ApiGatewayOptions } from "./types.ts";
 const DEFAULT_TIMEOUT_MS = { rest: 29_000, http: 30_000 } as const;
 
 export async function startApiGateway(options: ApiGatewayOptions): Promise<ApiGateway> {
-  const verifier = new SignatureVerifier(options.region, options.accountId, options.keys);
+  const verifier = new SignatureVerifier(
+    options.region,
+    options.accountId,
+    options.keys,
+    options.unknownKeys,
+  );
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS[options.kind.api];
   const server = createServer((req, res) => {
     void serve(req, res).catch((error: unknown) => {

@@ -31,8 +31,9 @@ const SKEW_MS = 5 * 60_000;
  * Without a key mapping the secret is unknown, so the last step cannot run: any key pair is accepted as
  * the IAM user named after its access key id, once everything before it holds. That keeps
  * `AWS_ACCESS_KEY_ID=dev AWS_SECRET_ACCESS_KEY=anything hourglass --sigv4 …` working while still
- * catching a wrong region, a stale clock or a missing signed header. With a mapping, unknown keys are
- * refused and every signature is verified.
+ * catching a wrong region, a stale clock or a missing signed header. With a mapping, every mapped
+ * key's signature is verified, and unknown keys are refused unless `unknownKeys` accepts them as users
+ * (`start:aws` maps only its operator key, and lets any other key pair sign as a user).
  */
 export class SignatureVerifier {
   private readonly canonical: CanonicalForm;
@@ -41,6 +42,9 @@ export class SignatureVerifier {
     private readonly region: string,
     private readonly accountId: string,
     private readonly keys: ReadonlyMap<string, CallerKey> | undefined,
+    private readonly unknownKeys: "refuse" | "accept-as-user" = keys === undefined
+      ? "accept-as-user"
+      : "refuse",
   ) {
     this.canonical = new CanonicalForm(region);
   }
@@ -52,9 +56,9 @@ export class SignatureVerifier {
       throw new GatewayRefusal(
         invalidSignature("'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization."),
       );
-    if (this.keys === undefined)
+    const key = this.keys?.get(claim.accessKeyId);
+    if (!key && this.unknownKeys === "accept-as-user")
       return callerIdentity(claim.accessKeyId, unmappedCallerArn(this.accountId, claim.accessKeyId));
-    const key = this.keys.get(claim.accessKeyId);
     if (!key || (key.sessionToken !== undefined && key.sessionToken !== claim.sessionToken))
       throw new GatewayRefusal(unrecognizedClient());
     await this.checkSignature(request, claim, key);

@@ -44,6 +44,11 @@ export interface ApiGatewayOptions {
    * checked (see signature.ts).
    */
   readonly keys?: ReadonlyMap<string, CallerKey>;
+  /**
+   * What a key that is not in `keys` signs as: refused (API Gateway's answer to a key IAM does not
+   * know), or the IAM user named after it, unverified. @default "refuse" with keys, "accept-as-user" without
+   */
+  readonly unknownKeys?: "refuse" | "accept-as-user";
   /** Runs the API Lambda with the event; resolves its result, rejects on a function error/timeout. */
   readonly invoke: (event: unknown) => Promise<unknown>;
   /** Integration timeout in ms; default per kind (29 000 REST, 30 000 HTTP). */

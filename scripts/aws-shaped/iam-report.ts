@@ -1,0 +1,86 @@
+import type { GatewayPrincipal, RecordedCall } from "./aws-gateway/index.ts";
+
+export interface IamReport {
+  /** Each distinct (principal, action, resource) a role did not allow. */
+  readonly denied: readonly RecordedCall[];
+  readonly text: string;
+}
+
+const key = (call: { principal: string; action: string; resource: string }) =>
+  `${call.principal} ${call.action} ${call.resource}`;
+
+/** Every distinct call each principal made, with IAM's answer; the denied ones first. */
+export function iamReport(calls: readonly RecordedCall[]): IamReport {
+  const distinct = new Map<string, { call: RecordedCall; count: number }>();
+  for (const call of calls) {
+    const entry = distinct.get(key(call));
+    if (entry) entry.count++;
+    else distinct.set(key(call), { call, count: 1 });
+  }
+  const rows = [...distinct.values()].sort((a, b) => key(a.call).localeCompare(key(b.call)));
+  const denied = rows.filter((row) => row.call.decision !== "Allowed").map((row) => row.call);
+  const lines = [
+    `IAM: ${calls.length} AWS calls, ${rows.length} distinct, ${denied.length} denied by the template's roles`,
+    ...rows.map(
+      ({ call, count }) =>
+        `  ${call.decision === "Allowed" ? "allowed" : "DENIED "} ${call.principal.padEnd(10)} ${call.action.padEnd(32)} ${call.resource} (×${count})`,
+    ),
+  ];
+  return { denied, text: lines.join("\n") };
+}
+
+export interface Grant {
+  readonly principal: string;
+  readonly action: string;
+  readonly resource: string;
+}
+
+/**
+ * What each function's role allows that no recorded call used: an (action, resource) pair of an
+ * Allow statement that no allowed call matched. Wildcards in actions and resources are matched as
+ * IAM does (`*` and `?`, case-insensitive actions).
+ */
+export function unusedGrants(
+  principals: readonly GatewayPrincipal[],
+  calls: readonly RecordedCall[],
+): Grant[] {
+  const unused: Grant[] = [];
+  for (const principal of principals) {
+    const made = calls.filter((call) => call.principal === principal.name && call.decision === "Allowed");
+    for (const policy of principal.policies) {
+      for (const statement of statementsOf(policy.document)) {
+        if (statement.Effect !== "Allow") continue;
+        for (const action of list(statement.Action)) {
+          for (const resource of list(statement.Resource)) {
+            const used = made.some(
+              (call) => matches(action, call.action, true) && matches(resource, call.resource, false),
+            );
+            if (!used) unused.push({ principal: principal.name, action, resource });
+          }
+        }
+      }
+    }
+  }
+  return unused;
+}
+
+function statementsOf(document: unknown): { Effect?: string; Action?: unknown; Resource?: unknown }[] {
+  const statement = (document as { Statement?: unknown }).Statement;
+  return (Array.isArray(statement) ? statement : [statement]).filter(Boolean) as {
+    Effect?: string;
+    Action?: unknown;
+    Resource?: unknown;
+  }[];
+}
+
+function list(value: unknown): string[] {
+  return (Array.isArray(value) ? value : [value]).filter((item): item is string => typeof item === "string");
+}
+
+function matches(pattern: string, value: string, ignoreCase: boolean): boolean {
+  const escaped = pattern
+    .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+    .replace(/\*/g, ".*")
+    .replace(/\?/g, ".");
+  return new RegExp(`^${escaped}$`, ignoreCase ? "i" : "").test(value);
+}
