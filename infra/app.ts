@@ -7,7 +7,8 @@ import { HourglassStack } from "./stacks/hourglass-stack.ts";
  * `cdk deploy` entry point. Context (`-c name=value`, see docs/deploy.md): `production=false` for
  * a throwaway environment, `egress=nat-gateway-per-az|nat-gateway|none`, `profile=lean`,
  * `cache=serverless`, `apiKeys=true`, `webhookAllowPrivate=true`, `redisUrl=...`,
- * `dispatcherReservedConcurrency=1|none`, and
+ * `dispatcherReservedConcurrency=1|none`, `admins=ARN[,ARN…]` (roles that may call the admin routes
+ * and run `hourglass status|pause|resume --aws`), and
  * `localstack=true` (an EventBridge rule drives the dispatcher: LocalStack's Scheduler never fires).
  */
 const app = new App();
@@ -44,10 +45,15 @@ const hourglass: HourglassProps = {
       ? { redis: { kind: cache } }
       : {}),
 };
+const admins = String(app.node.tryGetContext("admins") ?? "")
+  .split(",")
+  .map((arn) => arn.trim())
+  .filter(Boolean);
 new HourglassStack(app, app.node.tryGetContext("stackName") ?? "Hourglass", {
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
   description: "Hourglass: scheduled work for AWS",
   hourglass,
+  adminRoleArns: admins,
 });
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
 app.synth();

@@ -12,6 +12,17 @@ import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import Table from "cli-table3";
 import type { Command } from "commander";
 import { METRIC, METRICS_NAMESPACE } from "../metrics.ts";
+import {
+  type AdminRoute,
+  AdminRouteError,
+  type AdminView,
+  adminRoute,
+  adminRows,
+  adminView,
+  failedHalf,
+  type PauseResult,
+  pauseReport,
+} from "./admin-route.ts";
 import type { Output } from "./output.ts";
 
 /** The stack outputs `hourglass status|pause|resume --aws` reads (infra/stacks/hourglass-stack.ts). */
@@ -21,6 +32,7 @@ export const OPS_OUTPUTS = {
   queue: "WorkQueueUrl",
   deadLetterQueue: "DeadLetterQueueUrl",
   alarms: "AlarmNames",
+  apiUrl: "ApiUrl",
 } as const;
 
 export interface OpsClients {
@@ -28,6 +40,8 @@ export interface OpsClients {
   readonly scheduler: SchedulerClient;
   readonly sqs: SQSClient;
   readonly cloudWatch: CloudWatchClient;
+  /** The deployment's admin routes at its `ApiUrl`, signed with SigV4 for `region`. */
+  readonly admin: (apiUrl: string, region: string) => AdminRoute;
 }
 
 export function opsClients(region?: string): OpsClients {
@@ -37,7 +51,13 @@ export function opsClients(region?: string): OpsClients {
     scheduler: new SchedulerClient(config),
     sqs: new SQSClient(config),
     cloudWatch: new CloudWatchClient(config),
+    admin: (apiUrl, signingRegion) => adminRoute(apiUrl, { sigv4Region: signingRegion }),
   };
+}
+
+/** The admin routes of the stack's API, signed for the region the AWS clients resolved. */
+async function adminOf(clients: OpsClients, d: Deployment): Promise<AdminRoute> {
+  return clients.admin(d.apiUrl, await clients.cloudFormation.config.region());
 }
 
 export class OpsError extends Error {
@@ -53,6 +73,7 @@ interface Deployment {
   readonly queueUrl: string;
   readonly deadLetterQueueUrl: string;
   readonly alarms: readonly string[];
+  readonly apiUrl: string;
 }
 
 async function deployment(clients: OpsClients, stack: string): Promise<Deployment> {
@@ -75,6 +96,7 @@ async function deployment(clients: OpsClients, stack: string): Promise<Deploymen
     queueUrl: need(OPS_OUTPUTS.queue),
     deadLetterQueueUrl: need(OPS_OUTPUTS.deadLetterQueue),
     alarms: (outputs.get(OPS_OUTPUTS.alarms) ?? "").split(",").filter(Boolean),
+    apiUrl: need(OPS_OUTPUTS.apiUrl),
   };
 }
 
@@ -91,6 +113,8 @@ export interface AwsStatus {
   readonly alarmsInAlarm: readonly string[];
   /** The dispatcher's latest OldestOverdueMs metric (last 15 minutes), or null without data. */
   readonly oldestOverdueMs: number | null;
+  /** The admin route's answer: the Redis pause key every path checks, and the live index. */
+  readonly admin: AdminView;
 }
 
 interface QueueDepth {
@@ -120,7 +144,8 @@ async function depth(sqs: SQSClient, queueUrl: string): Promise<QueueDepth> {
 /** Is it dispatching? The schedule, the queues, the alarms firing and the oldest overdue event. */
 export async function awsStatus(clients: OpsClients, stack: string, now = new Date()): Promise<AwsStatus> {
   const d = await deployment(clients, stack);
-  const [schedule, queue, deadLetterQueue, alarms, overdue] = await Promise.all([
+  const admin = await adminOf(clients, d);
+  const [schedule, queue, deadLetterQueue, alarms, overdue, adminStatus] = await Promise.all([
     clients.scheduler.send(new GetScheduleCommand({ Name: d.schedule, GroupName: d.scheduleGroup })),
     depth(clients.sqs, d.queueUrl),
     depth(clients.sqs, d.deadLetterQueueUrl),
@@ -150,6 +175,7 @@ export async function awsStatus(clients: OpsClients, stack: string, now = new Da
         ],
       }),
     ),
+    adminView(admin),
   ]);
   const latest = overdue.MetricDataResults?.[0]?.Values?.[0];
   return {
@@ -164,6 +190,7 @@ export async function awsStatus(clients: OpsClients, stack: string, now = new Da
     deadLetterQueue,
     alarmsInAlarm: (alarms.MetricAlarms ?? []).map((a) => a.AlarmName ?? "").filter(Boolean),
     oldestOverdueMs: latest ?? null,
+    admin: adminStatus,
   };
 }
 
@@ -211,6 +238,59 @@ export async function setDispatcherState(
   return { stack, schedule, before, after: state };
 }
 
+/**
+ * `pause|resume --aws`: the Redis pause key through the admin route (SigV4), and the schedule.
+ *
+ * The key is the switch every path checks: the dispatcher claims nothing, the API sends nothing
+ * directly, the worker sends no retry of its own. The schedule only decides whether the dispatcher
+ * runs at all. So the key is set first and cleared last. Pausing sets it, and every path stops at
+ * once; then the schedule is disabled, which stops spending invocations. Its failure leaves
+ * everything paused; the key's failure (a caller who is not an admin) still disables the schedule,
+ * since during an incident stopping more is safer, and says what keeps flowing. Resuming enables
+ * the schedule first, harmless while the key is set (the dispatcher runs and claims nothing), then
+ * clears the key, and every path starts together. If the schedule cannot be enabled the key is left
+ * set: clearing it would start direct sends and retries while nothing claims events beyond the
+ * look-ahead, a deployment that looks alive and is not.
+ */
+export async function setDeploymentPaused(
+  clients: OpsClients,
+  stack: string,
+  paused: boolean,
+): Promise<PauseResult> {
+  const d = await deployment(clients, stack);
+  const admin = await adminOf(clients, d);
+  const key = async (): Promise<PauseResult["pauseKey"]> =>
+    admin.setPaused(paused).then((result) => ({ ok: true, result }), failedHalf);
+  const schedule = async (): Promise<PauseResult["schedule"]> =>
+    setDispatcherState(clients, stack, paused ? "DISABLED" : "ENABLED").then(
+      ({ schedule, before, after }) => ({ ok: true, result: { schedule, before, after } }),
+      failedHalf,
+    );
+  let pauseKey: PauseResult["pauseKey"];
+  let scheduleHalf: PauseResult["schedule"];
+  if (paused) {
+    pauseKey = await key();
+    scheduleHalf = await schedule();
+  } else {
+    scheduleHalf = await schedule();
+    pauseKey = scheduleHalf.ok
+      ? await key()
+      : {
+          ok: false,
+          attempted: false,
+          forbidden: false,
+          error: "not attempted: the schedule was not enabled",
+        };
+  }
+  return {
+    stack,
+    paused,
+    pauseKey,
+    schedule: scheduleHalf,
+    complete: pauseKey.ok && scheduleHalf.ok,
+  };
+}
+
 function statusTable(s: AwsStatus): string {
   const table = new Table();
   const q = (d: QueueDepth) => `${d.visible} waiting, ${d.inFlight} in flight, ${d.delayed} delayed`;
@@ -218,10 +298,11 @@ function statusTable(s: AwsStatus): string {
     { stack: s.stack },
     { dispatcher: `${s.dispatcher.state} (${s.dispatcher.expression}) ${s.dispatcher.schedule}` },
     { "last change": s.dispatcher.lastModified ?? "unknown" },
+    ...adminRows(s.admin),
     { "work queue": q(s.queue) },
     { "dead letters": q(s.deadLetterQueue) },
     { "alarms in ALARM": s.alarmsInAlarm.length === 0 ? "none" : s.alarmsInAlarm.join("\n") },
-    { "oldest overdue": s.oldestOverdueMs === null ? "no data" : `${s.oldestOverdueMs} ms` },
+    { "oldest overdue (metric)": s.oldestOverdueMs === null ? "no data" : `${s.oldestOverdueMs} ms` },
   );
   return table.toString();
 }
@@ -244,6 +325,7 @@ const reported =
     } catch (error) {
       const known =
         error instanceof OpsError ||
+        error instanceof AdminRouteError ||
         (error instanceof Error && "$metadata" in error) ||
         (error instanceof Error && error.name === "CredentialsProviderError");
       if (!known) throw error;
@@ -252,27 +334,13 @@ const reported =
     }
   };
 
-/** Calls the local admin routes with the admin token (`--token` or HOURGLASS_TOKEN). */
-async function local(globals: OpsGlobals, method: "GET" | "POST", path: string): Promise<unknown> {
-  const response = await fetch(new URL(path, globals.url), {
-    method,
-    headers: globals.token ? { authorization: `Bearer ${globals.token}` } : {},
-  });
-  const text = await response.text();
-  if (!response.ok) {
-    let detail = text;
-    try {
-      const problem = JSON.parse(text) as { title?: string; detail?: string };
-      detail = [problem.title, problem.detail].filter(Boolean).join(": ");
-    } catch {}
-    throw new OpsError(`${method} ${path} answered ${response.status}: ${detail}`);
-  }
-  return JSON.parse(text);
-}
+/** The local admin routes with the admin token (`--token` or HOURGLASS_TOKEN); no retries, as before. */
+const local = (globals: OpsGlobals) => adminRoute(globals.url, { token: globals.token, retries: 0 });
 
 /**
  * `hourglass status|pause|resume`: locally through the admin routes; with `--aws`, on a deployed
- * stack through EventBridge Scheduler, SQS, CloudWatch and the stack's outputs.
+ * stack through its admin routes (SigV4), EventBridge Scheduler, SQS, CloudWatch and the stack's
+ * outputs.
  */
 export function addOpsCommands(root: Command, context: Context): void {
   const withAws = (command: Command) =>
@@ -291,11 +359,7 @@ export function addOpsCommands(root: Command, context: Context): void {
         out.print(status, () => statusTable(status));
         return;
       }
-      const status = (await local(globals, "GET", "/v1/admin/status")) as {
-        paused: boolean;
-        indexSize: number;
-        oldestOverdueMs: number;
-      };
+      const status = await local(globals).status();
       out.print(
         status,
         () =>
@@ -321,19 +385,14 @@ export function addOpsCommands(root: Command, context: Context): void {
         const { out } = context(command);
         const globals = command.optsWithGlobals<OpsGlobals>();
         if (options.aws) {
-          const result = await setDispatcherState(
-            opsClients(globals.region),
-            options.stack,
-            paused ? "DISABLED" : "ENABLED",
-          );
-          out.print(result, () =>
-            result.before === result.after
-              ? `${result.schedule} was already ${result.after}`
-              : `${result.schedule}: ${result.before} → ${result.after}`,
-          );
+          const result = await setDeploymentPaused(opsClients(globals.region), options.stack, paused);
+          if (result.complete || out.json) out.print(result, () => pauseReport(result));
+          else process.stderr.write(`hourglass: ${pauseReport(result)}\n`);
+          // Half a pause is not a pause: a script must not carry on as if it were.
+          if (!result.complete) process.exitCode = 1;
           return;
         }
-        const status = await local(globals, "POST", `/v1/admin/${name}`);
+        const status = await local(globals).setPaused(paused);
         out.print(status, () => (paused ? "dispatch paused" : "dispatch resumed"));
       }),
     );

@@ -212,10 +212,43 @@ describe("admins and operators", () => {
       "WorkQueueUrl",
       "DeadLetterQueueUrl",
       "AlarmNames",
+      "ApiUrl",
     ]) {
       template.hasOutput(output, Match.anyValue());
     }
     passesNag(app);
+  });
+});
+
+describe("admins named by ARN (-c admins=…)", () => {
+  const ops = "arn:aws:iam::123456789012:role/Ops";
+  const onCall = "arn:aws:iam::123456789012:role/team/OnCall";
+
+  it("names the roles to the functions and never edits a role the stack does not own", () => {
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new HourglassStack(app, "Named", {
+      env: { account: "111111111111", region: "eu-west-1" },
+      hourglass: { production: false },
+      adminRoleArns: [ops, onCall],
+    });
+    const template = Template.fromStack(stack);
+    for (const fn of hourglassFunctions(template))
+      expect(fn.Properties.Environment.Variables.HOURGLASS_ADMIN_PRINCIPALS).toBe(`${ops},${onCall}`);
+    expect(stack.hourglass.admins.map((role) => role.roleArn)).toEqual([ops, onCall]);
+    // Imported immutable: grantOperate adds no policy to them, so nothing here can change them.
+    const policies = JSON.stringify(template.findResources("AWS::IAM::Policy"));
+    expect(policies).not.toContain("Ops");
+    expect(policies).not.toContain("OnCall");
+    passesNag(app);
+  });
+
+  it("refuses anything that is not a role ARN, before building anything", () => {
+    const build = (arn: string) => () =>
+      new HourglassStack(new App({ context: { "aws:cdk:bundling-stacks": [] } }), "Bad", {
+        adminRoleArns: [arn],
+      });
+    expect(build("Ops")).toThrow(/admins must be IAM role ARNs/);
+    expect(build("arn:aws:iam::123456789012:user/alice")).toThrow(/admins must be IAM role ARNs/);
   });
 });
 
