@@ -54,6 +54,7 @@ const noPassRole = principal("no-pass-role", [
 const nobody = principal("nobody", []);
 
 let gateway: AwsGateway;
+const outputs: Record<string, string> = { DispatcherSchedule: "dispatcher" };
 const invoked: { arn: string; payload: string }[] = [];
 
 function client<T>(Client: new (config: object) => T, accessKeyId: string): T {
@@ -77,7 +78,17 @@ beforeAll(async () => {
       ["AKIDNOBODY", nobody],
     ]),
     secrets: new Map([[SECRET_ARN, '{"password":"s3cret"}']]),
-    stacks: [{ name: "Hourglass", stackId: STACK_ID, outputs: { DispatcherSchedule: "dispatcher" } }],
+    stacks: [
+      {
+        name: "Hourglass",
+        stackId: STACK_ID,
+        // The harness learns some outputs after the gateway starts (the API's URL), so they are read
+        // at each call; a fresh object each time proves nothing is kept from the start.
+        get outputs() {
+          return { ...outputs };
+        },
+      },
+    ],
     schedules: [
       {
         name: "dispatcher",
@@ -221,14 +232,18 @@ describe("EventBridge Scheduler", () => {
 });
 
 describe("CloudFormation and CloudWatch", () => {
-  it("DescribeStacks returns the outputs, authorized on the stack id ARN", async () => {
+  it("DescribeStacks returns the outputs as they are now, authorized on the stack id ARN", async () => {
+    outputs.ApiUrl = "http://127.0.0.1:3000/";
     const described = await client(CloudFormationClient, "AKIDOPS").send(
       new DescribeStacksCommand({ StackName: "Hourglass" }),
     );
     expect(described.Stacks?.[0]).toMatchObject({
       StackName: "Hourglass",
       StackId: STACK_ID,
-      Outputs: [{ OutputKey: "DispatcherSchedule", OutputValue: "dispatcher" }],
+      Outputs: [
+        { OutputKey: "DispatcherSchedule", OutputValue: "dispatcher" },
+        { OutputKey: "ApiUrl", OutputValue: "http://127.0.0.1:3000/" },
+      ],
     });
     const error = await client(CloudFormationClient, "AKIDNOBODY")
       .send(new DescribeStacksCommand({ StackName: "Hourglass" }))

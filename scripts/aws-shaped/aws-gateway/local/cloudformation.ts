@@ -7,7 +7,8 @@ import type { SeededStack } from "../types.ts";
 interface Stack {
   readonly name: string;
   readonly id: string;
-  readonly outputs: Readonly<Record<string, string>>;
+  /** Read at each call: the harness may learn an output (the API's URL) after the gateway starts. */
+  readonly seed: SeededStack;
 }
 
 /**
@@ -29,7 +30,7 @@ export class CloudFormation {
       id: seed.stackId.startsWith("arn:")
         ? seed.stackId
         : `arn:aws:cloudformation:${region}:${accountId}:stack/${seed.name}/${seed.stackId}`,
-      outputs: seed.outputs,
+      seed,
     }));
   }
 
@@ -64,7 +65,7 @@ export class CloudFormation {
   };
 
   private member(stack: Stack): string {
-    const outputs = Object.entries(stack.outputs)
+    const outputs = Object.entries(stack.seed.outputs)
       .map(
         ([key, value]) =>
           `<member><OutputKey>${escapeXml(key)}</OutputKey><OutputValue>${escapeXml(value)}</OutputValue></member>`,
