@@ -23,6 +23,18 @@ describe("awsLatency", () => {
     expect(draw(7)).not.toEqual(draw(8));
   });
 
+  it("gives a service the same delays however its calls interleave with other services'", () => {
+    const alone = awsLatency(5);
+    const mixed = awsLatency(5);
+    const dynamoAlone = Array.from({ length: 10 }, () => alone("dynamodb"));
+    const dynamoMixed = Array.from({ length: 10 }, () => {
+      mixed("sqs");
+      mixed("events");
+      return mixed("dynamodb");
+    });
+    expect(dynamoMixed).toEqual(dynamoAlone);
+  });
+
   it.each(Object.entries(AWS_LATENCY))("draws %s with the median and p99 of its note", (service, shape) => {
     const latency = awsLatency(42);
     const samples = Array.from({ length: 40_000 }, () => latency(service));

@@ -29,7 +29,7 @@ import type { RandomGenerator } from "pure-rand/types/RandomGenerator";
  *   says only that reading from a cache instead of "sending a request over the Internet to Secrets
  *   Manager can dramatically improve the performance of your applications"
  *   (https://docs.aws.amazon.com/secretsmanager/latest/userguide/use-client-side-caching.html),
- *   so it is modelled as a regional control-plane-backed JSON call of tens of milliseconds.
+ *   so it is modelled like the other regional JSON APIs here, in the tens of milliseconds.
  * - Scheduler, CloudFormation, CloudWatch, Lambda Invoke (its overhead, not the function's run):
  *   median 30 ms, p99 150 ms, the same "tens of milliseconds" reasoning; none is on a hot path.
  * - ElastiCache (Redis/Valkey round trip inside one AZ), median 0.35 ms, p99 1.3 ms. AWS: "scaling
@@ -77,12 +77,16 @@ function sampler(rng: RandomGenerator, { medianMs, p99Ms }: LogNormal): () => nu
 
 /**
  * The per-call delay for the gateway's `latency` option: `(service) => ms` by SigV4 signing name,
- * 0 for a service it has no figure for. The same seed gives the same sequence of delays.
+ * 0 for a service it has no figure for. The same seed gives each service the same sequence of
+ * delays: every service draws from its own generator, so how the calls to different services
+ * interleave (which varies from run to run) does not change any one service's sequence.
  */
 export function awsLatency(seed = 1): (service: string) => number {
-  const rng = xoroshiro128plus(seed);
   const samplers = new Map(
-    Object.entries(AWS_LATENCY).map(([service, shape]) => [service, sampler(rng, shape)]),
+    Object.entries(AWS_LATENCY).map(([service, shape], i) => [
+      service,
+      sampler(xoroshiro128plus(seed ^ Math.imul(i + 1, 0x9e3779b1)), shape),
+    ]),
   );
   return (service) => samplers.get(service)?.() ?? 0;
 }
