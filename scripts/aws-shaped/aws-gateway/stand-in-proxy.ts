@@ -14,6 +14,8 @@ const HOP_BY_HOP = new Set([
   "trailer",
   "host",
   "content-length",
+  // The gateway already read the whole body; the stand-in has nothing to agree to.
+  "expect",
 ]);
 
 /** The stand-in did not answer (it is down or restarting); the caller answers with a 5xx. */
