@@ -192,7 +192,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     dispatcher: new Dispatcher(
       deps,
       leases,
-      materializer && (async (budgetMs) => (await materializer.run(budgetMs / 2)).materialized),
+      materializer && (async (budgetMs) => (await materializer.run(Math.floor(budgetMs / 2))).materialized),
     ),
     worker: new Worker(deps, options.workerHooks),
     metrics,

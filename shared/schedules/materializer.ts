@@ -79,7 +79,9 @@ export class Materializer {
         Array.from({ length: DUE_SHARDS }, (_, s) => this.deps.store.due(s, horizon, 1)),
       );
       if (probes.every((p) => p.items.length === 0)) return report;
-      const token = await this.lease(budgetMs + 10_000);
+      // Whole milliseconds: a budget split from Lambda's remaining time can be fractional, and the
+      // lease refuses a fractional ttl (every odd remaining time failed the tick on AWS).
+      const token = await this.lease(Math.ceil(budgetMs) + 10_000);
       if (token === null) return report;
       try {
         const shards = Array.from({ length: DUE_SHARDS }, (_, s) => s);

@@ -92,6 +92,25 @@ describe("exactly one event per instant", () => {
   });
 });
 
+describe("under the lease", () => {
+  it("materializes with a fractional budget, as half of Lambda's odd remaining milliseconds gives", async () => {
+    await create("odd-budget", { rate: "1 second" });
+    const leased = new Materializer({
+      config: hg.config,
+      store: store(),
+      events: hg.events,
+      leases: hg.leases,
+      logger: hg.logger,
+      clock: () => now,
+      systemTenant: "~system",
+    });
+    // The AWS-shaped run found it: a budget of 24,999.5 ms made the lease refuse its ttl, every such tick.
+    const report = await leased.run(49_999 / 2);
+    expect(report.materialized).toBeGreaterThan(0);
+    expect((await occurrencesOf("odd-budget")).length).toBe(report.materialized);
+  });
+});
+
 describe("pause, resume, edit and delete", () => {
   it("pause cancels the occurrences that have not started; resume continues under a new revision", async () => {
     await create("pausable", { rate: "1 second" });
