@@ -49,7 +49,9 @@ export function opsClients(region?: string): OpsClients {
   return {
     cloudFormation: new CloudFormationClient(config),
     scheduler: new SchedulerClient(config),
-    sqs: new SQSClient(config),
+    // The endpoint the SDK resolves, not the queue URL's host: on AWS they agree; behind LocalStack or
+    // the AWS-shaped mode the URL names a host that does not resolve (sqs.us-east-1.localhost).
+    sqs: new SQSClient({ ...config, useQueueUrlAsEndpoint: false }),
     cloudWatch: new CloudWatchClient(config),
     admin: (apiUrl, signingRegion) => adminRoute(apiUrl, { sigv4Region: signingRegion }),
   };
