@@ -2,6 +2,7 @@ import { loadavg } from "node:os";
 import { Command, Option } from "commander";
 import { Redis } from "ioredis";
 import { loadConfig } from "../shared/config.ts";
+import { awsBurst, awsSteady, startAwsShapedBench } from "./aws-shaped.ts";
 import { BullPeer } from "./bullmq.ts";
 import { conditionalUpdates, hotHolds } from "./holds.ts";
 import { journalBytesPerEvent, rebuildAfterFlush } from "./horizon.ts";
@@ -31,6 +32,7 @@ const GROUPS = [
   "holds",
   "http",
   "webhooks",
+  "aws",
 ] as const;
 
 /**
@@ -43,6 +45,11 @@ const values = new Command()
   .option("--quick", "smaller sizes, for a smoke check", false)
   .option("--json", "print every row as JSON on stdout instead of the markdown table", false)
   .addOption(new Option("--only <groups...>", "run only these groups of rows").choices(GROUPS))
+  .addOption(
+    new Option("--profile <profile>", "the construct's profile for the aws rows")
+      .choices(["standard", "lean"])
+      .default("standard"),
+  )
   .option("--burst <n>", "events in each burst row (default 20,000; a tenth with --quick)", Number)
   .option("--webhooks <n>", "webhooks in the webhook row (default 2,000; a tenth with --quick)", Number)
   .option("--pollers <n>", "the webhook row's long polls in flight (default: what npm start uses)", Number)
@@ -68,6 +75,7 @@ const values = new Command()
     pollers?: number;
     inFlight?: number;
     workers?: number;
+    profile: "standard" | "lean";
   }>();
 const WORKERS = values.workers ?? loadConfig(process.env, { HOURGLASS_MODE: "local" }).local.workers;
 const selected = (group: (typeof GROUPS)[number]) => !values.only || values.only.includes(group);
@@ -310,6 +318,7 @@ try {
       { hourglass: ours, peer },
     );
   }
+  if (selected("aws")) await awsShapedRows();
 } finally {
   await bull.close();
   redis.disconnect();
@@ -361,4 +370,47 @@ async function fairnessRow() {
     "",
     "small tenant keeps normal lateness",
   );
+}
+
+/**
+ * Issue 32's rows: the synthesized stack's bundles in the AWS-shaped mode with AWS latencies, the
+ * template's cadence and the worker at its maximum concurrency. No peer runs these: EventBridge
+ * Scheduler fires within 60 s by design, the figure these rows are read against.
+ */
+async function awsShapedRows() {
+  const bench = await startAwsShapedBench(values.profile);
+  const shaped = (r: Awaited<ReturnType<typeof awsSteady>>) =>
+    `${ms(r.lateness)}; early ${r.lateness.early}; ${r.delivered.toLocaleString("en-US")}/${r.events.toLocaleString("en-US")} delivered, ${r.duplicates} again; drain ${Math.round(r.drainMs / 100) / 10} s; ${r.workerEnvironments} worker environments (${r.coldStarts} cold starts)`;
+  try {
+    const minutes = values.quick ? 1 : 5;
+    const steadyRow = await awsSteady(bench, "steady", 10, minutes * 60, 150_000);
+    row(
+      `AWS-shaped (${values.profile}, --latency aws): steady 10/s for ${minutes} min, each 150 s ahead (dispatcher tick + SQS delay)`,
+      shaped(steadyRow),
+      "EventBridge Scheduler: up to 60 s",
+      "",
+      "p99 ≤ 1.5 s, 0 early",
+      { hourglass: steadyRow },
+    );
+    const ahead = await awsSteady(bench, "ahead", 2, values.quick ? 20 : 60, 5_000);
+    row(
+      `AWS-shaped (${values.profile}, --latency aws): created 5 s ahead (the API's direct send), 2/s`,
+      shaped(ahead),
+      "—",
+      "",
+      "p99 reported, 0 early",
+      { hourglass: ahead },
+    );
+    const burstRow = await awsBurst(bench, N.burst, 150_000);
+    row(
+      `AWS-shaped (${values.profile}, --latency aws): ${N.burst.toLocaleString("en-US")} due in one second, worker maximum concurrency 50`,
+      shaped(burstRow),
+      "—",
+      "",
+      "drain and p99 reported; every event once, none early",
+      { hourglass: burstRow },
+    );
+  } finally {
+    await bench.stop();
+  }
 }

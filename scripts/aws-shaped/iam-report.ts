@@ -32,13 +32,16 @@ export function iamReport(calls: readonly RecordedCall[]): IamReport {
 export interface Grant {
   readonly principal: string;
   readonly action: string;
-  readonly resource: string;
+  /** The resources of the statement that grants it. */
+  readonly resources: readonly string[];
 }
 
 /**
- * What each function's role allows that no recorded call used: an (action, resource) pair of an
- * Allow statement that no allowed call matched. Wildcards in actions and resources are matched as
- * IAM does (`*` and `?`, case-insensitive actions).
+ * What each role allows that no recorded call used: an action of an Allow statement that no allowed
+ * call made on any of that statement's resources. (CDK writes one statement per grant, naming a
+ * table and its indexes together; judging each action against each resource would report every
+ * action on `/index/*` that only a Query can use.) Wildcards match as IAM's do (`*`, `?`,
+ * case-insensitive actions).
  */
 export function unusedGrants(
   principals: readonly GatewayPrincipal[],
@@ -50,13 +53,14 @@ export function unusedGrants(
     for (const policy of principal.policies) {
       for (const statement of statementsOf(policy.document)) {
         if (statement.Effect !== "Allow") continue;
+        const resources = list(statement.Resource);
         for (const action of list(statement.Action)) {
-          for (const resource of list(statement.Resource)) {
-            const used = made.some(
-              (call) => matches(action, call.action, true) && matches(resource, call.resource, false),
-            );
-            if (!used) unused.push({ principal: principal.name, action, resource });
-          }
+          const used = made.some(
+            (call) =>
+              matches(action, call.action, true) &&
+              resources.some((resource) => matches(resource, call.resource, false)),
+          );
+          if (!used) unused.push({ principal: principal.name, action, resources });
         }
       }
     }

@@ -17,6 +17,8 @@ export interface ReceiverBehaviour {
   readonly failTimes?: number;
   /** Hold each request this long before answering. */
   readonly delayMs?: number;
+  /** Answer with this status (after any `failTimes`). @default 200 */
+  readonly status?: number;
 }
 
 /**
@@ -33,7 +35,7 @@ export function privateAddress(): string {
 
 /**
  * A webhook receiver on `host` (loopback by default) that records every request and answers as each path is told to:
- * 200 by default, 500 for the first `failTimes`, after `delayMs`.
+ * 200 (or `status`) by default, 500 for the first `failTimes`, after `delayMs`.
  */
 export async function startWebhookReceiver(host = "127.0.0.1") {
   const deliveries: Delivery[] = [];
@@ -46,7 +48,7 @@ export async function startWebhookReceiver(host = "127.0.0.1") {
     request.on("end", async () => {
       const behaviour = behaviours.get(path) ?? {};
       const earlier = deliveries.filter((d) => d.path === path).length;
-      const status = earlier < (behaviour.failTimes ?? 0) ? 500 : 200;
+      const status = earlier < (behaviour.failTimes ?? 0) ? 500 : (behaviour.status ?? 200);
       for (const notify of arrivals.get(path) ?? []) notify();
       arrivals.delete(path);
       if (behaviour.delayMs) await new Promise((done) => setTimeout(done, behaviour.delayMs));
@@ -59,7 +61,7 @@ export async function startWebhookReceiver(host = "127.0.0.1") {
       });
       response
         .writeHead(status, { "content-type": "text/plain" })
-        .end(status === 200 ? "ok" : "failing on purpose");
+        .end(status < 300 ? "ok" : "failing on purpose");
     });
   });
   await new Promise<void>((done) => server.listen(0, host, done));
