@@ -35,7 +35,7 @@ export function sigV4Signer(options: SigV4Options = {}) {
       hostname: url.hostname,
       port: url.port ? Number(url.port) : undefined,
       path: url.pathname,
-      query: Object.fromEntries(url.searchParams),
+      query: queryOf(url.searchParams),
       headers,
       body,
     });
@@ -44,4 +44,17 @@ export function sigV4Signer(options: SigV4Options = {}) {
       if (key !== "host") result.set(key, String(value));
     return new Request(request, { headers: result });
   };
+}
+
+/**
+ * Every value of every key: `?tag=a&tag=b` signs both. (`Object.fromEntries` kept only the last,
+ * so the signature covered a different query than was sent, and API Gateway refused it.)
+ */
+function queryOf(params: URLSearchParams): Record<string, string | string[]> {
+  const query: Record<string, string | string[]> = {};
+  for (const key of new Set(params.keys())) {
+    const values = params.getAll(key);
+    query[key] = values.length === 1 ? values[0]! : values;
+  }
+  return query;
 }

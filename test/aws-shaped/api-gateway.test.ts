@@ -329,7 +329,12 @@ describe("REST API (standard profile)", () => {
     const event = await json<RestProxyEvent>(response);
     expect(event.queryStringParameters).toEqual({ tag: "c", q: "x y" });
     expect(event.multiValueQueryStringParameters).toEqual({ tag: ["a b", "c"], q: ["x y"] });
-    // The project's signer, with a space written either way.
+    // The project's signer, with repeated keys (it once signed only the last value), and a space written either way.
+    const repeated = await projectFetch(`${api.url}v1/events?tag=a&tag=b`, {}, ALICE);
+    expect(repeated.status).toBe(200);
+    expect((await json<RestProxyEvent>(repeated)).multiValueQueryStringParameters).toEqual({
+      tag: ["a", "b"],
+    });
     for (const query of ["q=x+y", "q=x%20y"]) {
       const own = await projectFetch(`${api.url}v1/events?${query}`, {}, ALICE);
       expect(own.status).toBe(200);
