@@ -8,7 +8,20 @@ export const DEFAULT_TENANT = "default";
 export type TenantEnv = { Variables: { tenant: string } };
 
 interface LambdaRequestContext {
+  /** REST APIs, and HTTP APIs with payload format 1.0. */
   identity?: { userArn?: string | null; caller?: string | null; apiKeyId?: string | null };
+  /** HTTP APIs with payload format 2.0 put the IAM caller here instead. */
+  authorizer?: { iam?: { userArn?: string | null } | null } | null;
+}
+
+/**
+ * The IAM caller API Gateway verified, in whichever payload format the integration uses; undefined
+ * outside Lambda. The tenant and the admin check both read it here, so they cannot disagree.
+ */
+export function callerArnOf(c: Context): string | undefined {
+  const context = (c.env as { event?: { requestContext?: LambdaRequestContext } } | undefined)?.event
+    ?.requestContext;
+  return context?.identity?.userArn ?? context?.authorizer?.iam?.userArn ?? undefined;
 }
 
 /**
@@ -54,9 +67,7 @@ export function identifier(config: HourglassConfig): (c: Context) => Caller {
         ? { tenant }
         : { problem: problem("unauthorized", "A valid bearer token is required", 401) };
     }
-    const context = (c.env as { event?: { requestContext?: LambdaRequestContext } } | undefined)?.event
-      ?.requestContext;
-    const arn = context?.identity?.userArn;
+    const arn = callerArnOf(c);
     if (arn) {
       const principal = principalOf(arn);
       if (!principal) return { problem: problem("unauthorized", "Unrecognised caller identity", 401) };

@@ -41,7 +41,9 @@ beforeAll(async () => {
     const id = String(req.headers["hourglass-event-id"] ?? "");
     arrivals.set(id, [...(arrivals.get(id) ?? []), Date.now()]);
     req.resume();
-    res.writeHead(204).end();
+    // The /fail-once path answers 500 to a first attempt: the worker sends the retry itself.
+    const failing = req.url?.startsWith("/fail-once") && arrivals.get(id)!.length === 1;
+    res.writeHead(failing ? 500 : 204).end();
   });
   await new Promise<void>((done) => receiver.listen(0, "0.0.0.0", done));
 
@@ -107,6 +109,21 @@ it("delivers webhooks 5 s, 70 s and 130 s ahead, none early; a cancel and a resc
   const moved = await client.schedule({ type: "webhook", delaySeconds: 600, payload: { url: hook } });
   const movedTo = await client.reschedule(moved.id, { delaySeconds: 90 });
 
+  // The same paths the AWS-shaped run checks (test/support/aws-shaped-scenario.ts), where LocalStack
+  // can: a retry the worker sends itself, and a recurring schedule materialized by the dispatcher.
+  // (pause --aws needs the Scheduler schedule, which the events-rule variant has not; LocalStack's
+  // community edition does not enforce IAM, which the AWS-shaped run checks instead.)
+  const retried = await client.schedule({
+    type: "webhook",
+    delaySeconds: 5,
+    payload: { url: `http://host.docker.internal:${port}/fail-once` },
+  });
+  const recurring = await client.createSchedule({
+    rate: "30 seconds",
+    timezone: "UTC",
+    event: { type: "webhook", payload: { url: `http://host.docker.internal:${port}/recurring` } },
+  } as Parameters<HourglassClient["createSchedule"]>[0]);
+
   const deadline = Date.now() + 240_000;
   const waiting = () => [...scheduled, movedTo].filter((e) => !arrivals.has(e.id));
   while (waiting().length > 0 && Date.now() < deadline) await new Promise((done) => setTimeout(done, 2_000));
@@ -119,4 +136,8 @@ it("delivers webhooks 5 s, 70 s and 130 s ahead, none early; a cancel and a resc
   expect(arrivals.has(cancelled.id)).toBe(false);
   expect((await client.get(cancelled.id)).status).toBe("cancelled");
   expect((await client.get(movedTo.id)).status).toBe("succeeded");
+  expect(arrivals.get(retried.id)).toHaveLength(2);
+  expect((await client.get(retried.id)).status).toBe("succeeded");
+  const occurrences = await client.list({ scheduleId: recurring.id, status: "succeeded" });
+  expect(occurrences.events.length).toBeGreaterThan(0);
 });

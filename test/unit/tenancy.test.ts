@@ -45,6 +45,17 @@ describe("tenancy", () => {
     );
   });
 
+  it("reads the caller of an HTTP API with payload format 2.0, which API Gateway puts under authorizer.iam", async () => {
+    const response = await appFor("aws").request(
+      "/who",
+      {},
+      {
+        event: { requestContext: { authorizer: { iam: { userArn: "arn:aws:iam::111122223333:user/dev" } } } },
+      },
+    );
+    expect(await response.json()).toEqual({ tenant: "111122223333-user-dev" });
+  });
+
   it("reads the principal from API Gateway's request context on AWS, and never lets an API key pick the tenant", async () => {
     const app = appFor("aws");
     const role = await app.request(

@@ -5,7 +5,7 @@ import { isDispatchPaused, pausedSince, setDispatchPaused } from "../../events/p
 import type { Hourglass } from "../../hourglass.ts";
 import type { Logger } from "../../logger.ts";
 import { problem, sendProblem } from "../problem.ts";
-import type { TenantEnv } from "../tenancy.ts";
+import { callerArnOf, type TenantEnv } from "../tenancy.ts";
 
 /** What the admin routes act on: the deployment-wide dispatch switch and the index's health. */
 export interface AdminControl {
@@ -41,10 +41,6 @@ export function adminControl(hourglass: Hourglass): AdminControl {
   };
 }
 
-interface LambdaIdentity {
-  userArn?: string | null;
-}
-
 /**
  * Admin routes act on every tenant, so no tenant may call them (invariant 7):
  * - on AWS, only the IAM principals the construct names as admins (`HOURGLASS_ADMIN_PRINCIPALS`);
@@ -57,9 +53,7 @@ export function adminOnly(config: HourglassConfig): MiddlewareHandler<TenantEnv>
   return async (c, next) => {
     if (open) return next();
     if (config.mode === "aws") {
-      const identity = (c.env as { event?: { requestContext?: { identity?: LambdaIdentity } } } | undefined)
-        ?.event?.requestContext?.identity;
-      const arn = identity?.userArn ?? undefined;
+      const arn = callerArnOf(c);
       if (arn && config.adminPrincipals.some((admin) => samePrincipal(arn, admin))) return next();
       return sendProblem(
         c,
