@@ -620,10 +620,10 @@ describe("the app's Lambda adapter (hono/aws-lambda) behind each kind", () => {
     });
   });
 
-  it("HTTP API 2.0: the ARN is only under authorizer.iam, so the app finds no caller identity", async () => {
+  it("HTTP API 2.0: the ARN is only under authorizer.iam, and the app names the tenant from it", async () => {
     const api = await gateway(HTTP_V2, { reply: honoFunction() });
     const response = await projectFetch(`${api.url}v1/events`);
-    expect(response.status).toBe(401);
-    expect(await response.json()).toMatchObject({ title: "No caller identity" });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ userArn: null, tenant: `${ACCOUNT}-user-dev` });
   });
 });
