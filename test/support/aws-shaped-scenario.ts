@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect } from "vitest";
 import { type AwsShaped, OPERATOR_KEY, REGION, startAwsShaped } from "../../scripts/aws-shaped/harness.ts";
 import { iamReport, unusedGrants } from "../../scripts/aws-shaped/iam-report.ts";
 import { type EventBody, HourglassClient } from "../../shared/client/client.ts";
@@ -61,13 +61,13 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
  * after dispatch, a recurring schedule, `hourglass pause --aws` stopping all three paths and
  * `resume --aws` starting them again, and IAM's verdict on every AWS call each function made.
  */
-export function awsShapedScenario(profile: "standard" | "lean"): void {
-  let running: AwsShaped;
-  let receiver: WebhookReceiver;
-  let client: HourglassClient;
+export async function runAwsShapedScenario(profile: "standard" | "lean"): Promise<void> {
+  let running!: AwsShaped;
+  let receiver!: WebhookReceiver;
+  let client!: HourglassClient;
   const stackName = `hgaws-${profile}-${randomBytes(3).toString("hex")}`;
 
-  beforeAll(async () => {
+  const setUp = async () => {
     receiver = await startWebhookReceiver(privateAddress());
     running = await startAwsShaped({
       profile,
@@ -86,12 +86,11 @@ export function awsShapedScenario(profile: "standard" | "lean"): void {
       created.set(event.id, event.runAt);
       return event;
     };
-  }, 240_000);
-
-  afterAll(async () => {
+  };
+  const tearDown = async () => {
     await running?.stop();
     await receiver?.close();
-  });
+  };
 
   const cli = async (...args: string[]) => {
     const env: NodeJS.ProcessEnv = {
@@ -136,7 +135,8 @@ export function awsShapedScenario(profile: "standard" | "lean"): void {
   const created = new Map<string, string>();
   const firstRunAt = async (event: EventBody) => created.get(event.id);
 
-  it(`${profile}: the bundles run every path, honour pause --aws on all three, and every AWS call is allowed by its role`, async () => {
+  await setUp();
+  try {
     const t0 = Date.now();
     receiver.behave("/retry", { failTimes: 1 });
     // Beyond the template's look-ahead (120 s): only the dispatcher's tick can send it.
@@ -269,5 +269,7 @@ export function awsShapedScenario(profile: "standard" | "lean"): void {
       unused.map((grant) => `${grant.principal} ${grant.action} ${grant.resources.join(" ")}`),
       report.text,
     ).toEqual([]);
-  }, 420_000);
+  } finally {
+    await tearDown();
+  }
 }
