@@ -75,7 +75,8 @@ log(`account ${ACCOUNT}; logs in .hourglass/aws-shaped/${options.profile}/logs/;
 
 let stopping = false;
 const stop = async () => {
-  if (stopping) return;
+  // A second Ctrl-C does not wait for invocations in flight (up to the functions' timeouts).
+  if (stopping) process.exit(130);
   stopping = true;
   log("stopping");
   await running.stop();

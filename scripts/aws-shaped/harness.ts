@@ -1,4 +1,5 @@
-import { mkdirSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve as resolvePath } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
@@ -13,6 +14,7 @@ import {
 import { deployStack } from "./deploy.ts";
 import { resolve, resolveString } from "./intrinsics.ts";
 import { LambdaFunction } from "./lambda-function.ts";
+import { startReaper } from "./reaper.ts";
 import { startTlsRedis, type TlsRedis } from "./redis-tls.ts";
 import { ScheduleInvoker } from "./schedule-invoker.ts";
 import { SqsEventSource } from "./sqs-event-source.ts";
@@ -88,7 +90,8 @@ export async function startAwsShaped(options: AwsShapedOptions): Promise<AwsShap
   const stackName = options.stackName ?? "Hourglass";
   const stoppers: (() => Promise<void>)[] = [];
   const stopAll = async () => {
-    for (const stop of stoppers.reverse()) await stop().catch(() => {});
+    for (const stop of [...stoppers].reverse()) await stop().catch(() => {});
+    stoppers.length = 0;
   };
 
   try {
@@ -213,8 +216,16 @@ export async function startAwsShaped(options: AwsShapedOptions): Promise<AwsShap
     });
     stoppers.push(() => gateway.stop());
 
+    // Each bundle runs from a copy outside the repository, as from /var/task: a bare import the
+    // bundle left out must fail here as it fails on Lambda, not resolve in this repo's node_modules.
+    const taskRoot = mkdtempSync(join(tmpdir(), "hg-lambda-"));
+    stoppers.push(async () => rmSync(taskRoot, { recursive: true, force: true }));
+    const reaper = startReaper(join(taskRoot, "pids"));
+    stoppers.push(async () => reaper.stop());
     const functions: Record<string, LambdaFunction> = {};
-    for (const spec of template.functions) {
+    for (const deployed of template.functions) {
+      const spec = { ...deployed, assetDir: join(taskRoot, deployed.role) };
+      cpSync(deployed.assetDir, spec.assetDir, { recursive: true });
       const name = resolveString({ Ref: spec.logicalId }, context, spec.logicalId);
       const fn = new LambdaFunction({
         spec,
@@ -237,6 +248,7 @@ export async function startAwsShaped(options: AwsShapedOptions): Promise<AwsShap
           AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
         },
         logFile: join(profileDir, "logs", `${spec.role}.log`),
+        onSpawn: (pid) => reaper.add(pid),
         maxEnvironments:
           (options.maxEnvironments?.[spec.role as "api"] ??
             { api: 4, dispatcher: 2, worker: 8 }[spec.role as "api"]) ||
@@ -261,10 +273,10 @@ export async function startAwsShaped(options: AwsShapedOptions): Promise<AwsShap
         fn: functions[target.role]!,
         log,
       });
-      source.start();
       stoppers.push(() => source.stop());
       return source;
     });
+    for (const source of eventSources) await source.start();
 
     const invokers = template.schedules.map((schedule, i) => {
       const target = template.functions.find((f) => f.logicalId === schedule.targetFunctionLogicalId)!;
@@ -342,11 +354,13 @@ function lambdaRuntimeVariables(
     LANG: "en_US.UTF-8",
     TZ: ":UTC",
     LAMBDA_TASK_ROOT: spec.assetDir,
+    _HANDLER: spec.handler,
     AWS_EXECUTION_ENV: `AWS_Lambda_${spec.runtime}`,
     AWS_LAMBDA_FUNCTION_NAME: name,
     AWS_LAMBDA_FUNCTION_VERSION: "$LATEST",
     AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(spec.memoryMb),
     AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${name}`,
+    AWS_LAMBDA_LOG_STREAM_NAME: `local/[$LATEST]${name}`,
     AWS_LAMBDA_INITIALIZATION_TYPE: "on-demand",
     AWS_LAMBDA_RUNTIME_API: "127.0.0.1:9001",
     AWS_REGION: REGION,

@@ -50,6 +50,12 @@ export function resolve(value: unknown, context: ResolveContext, where: string):
       case "Fn::Join": {
         const [separator, parts] = argument as [string, unknown[]];
         const resolved = resolve(parts, context, where) as unknown[];
+        for (const part of resolved)
+          if (part !== null && typeof part === "object")
+            throw new UnresolvedReferenceError(
+              where,
+              `Fn::Join of a non-string part ${JSON.stringify(part)}`,
+            );
         return resolved.map((part) => String(part)).join(separator);
       }
       case "Fn::Select": {
@@ -64,6 +70,9 @@ export function resolve(value: unknown, context: ResolveContext, where: string):
       case "Fn::Sub":
         return sub(argument, context, where);
     }
+    // Fn::If, Fn::ImportValue, Fn::FindInMap…: the harness does not evaluate them, so it says so.
+    if (name.startsWith("Fn::"))
+      throw new UnresolvedReferenceError(where, `${name} is not resolved by the harness`);
   }
   return Object.fromEntries(entries.map(([key, item]) => [key, resolve(item, context, `${where}.${key}`)]));
 }

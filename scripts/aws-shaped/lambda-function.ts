@@ -20,12 +20,19 @@ export interface LambdaFunctionOptions {
    * invocation waits its turn. The template's reserved concurrency, when lower, throttles instead.
    */
   readonly maxEnvironments: number;
+  /** Told each environment's pid as it starts, so a reaper can end it if this process dies. */
+  readonly onSpawn?: (pid: number) => void;
   /**
    * Stop the process between invocations (SIGSTOP), as Lambda freezes an idle environment: its
    * timers and background work do not run until the next invocation. @default true
    */
   readonly freeze?: boolean;
 }
+
+/** Lambda's init phase may take 10 s; past it the init runs again inside the invocation's timeout. */
+const INIT_MS = 10_000;
+/** Synchronous invocations: at most 6 MB in, 6 MB out (Lambda quotas). */
+const PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;
 
 interface Environment {
   readonly child: ChildProcess;
@@ -59,6 +66,8 @@ export class LambdaFunction {
 
   constructor(private readonly options: LambdaFunctionOptions) {
     this.log = createWriteStream(options.logFile, { flags: "a" });
+    // Every environment's stdout and stderr pipe into it: one pair of listeners each, by design.
+    this.log.setMaxListeners(0);
   }
 
   get name(): string {
@@ -89,6 +98,15 @@ export class LambdaFunction {
    * `init` when the bundle does not load, `error` when the handler throws, `timeout`, `crash`.
    */
   async invoke(event: unknown): Promise<unknown> {
+    const size = Buffer.byteLength(JSON.stringify(event ?? null));
+    if (size > PAYLOAD_LIMIT_BYTES) {
+      throw new LambdaInvocationError(
+        this.name,
+        "error",
+        "RequestTooLargeException",
+        `Request must be smaller than ${PAYLOAD_LIMIT_BYTES} bytes for the InvokeFunction operation (got ${size})`,
+      );
+    }
     const environment = await this.acquire();
     this.invocations++;
     try {
@@ -103,9 +121,14 @@ export class LambdaFunction {
     }
   }
 
+  private wakeAll(): void {
+    for (const resume of this.waiting.splice(0)) resume();
+  }
+
   /** Ends every environment; invocations in flight end as crashes. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.wakeAll(); // invocations waiting for an environment end as "stopping", not never
     await Promise.all(this.environments.map((environment) => this.kill(environment)));
     await new Promise((done) => this.log.end(done));
   }
@@ -114,7 +137,9 @@ export class LambdaFunction {
     for (;;) {
       if (this.stopped)
         throw new LambdaInvocationError(this.name, "crash", "Stopped", "the harness is stopping");
-      const idle = this.environments.find((environment) => !environment.busy && environment.alive);
+      const idle = this.environments.find(
+        (environment) => !environment.busy && environment.alive && environment.child.connected,
+      );
       if (idle) {
         idle.busy = true;
         if (this.options.freeze !== false) idle.child.kill("SIGCONT");
@@ -154,6 +179,11 @@ export class LambdaFunction {
     const environment: Environment = { child, busy: true, alive: true };
     this.environments.push(environment);
     this.coldStarts++;
+    if (child.pid) this.options.onSpawn?.(child.pid);
+    // A channel that closes under a send (the process died just then) must not crash the harness.
+    child.on("error", () => {
+      environment.alive = false;
+    });
     child.once("exit", () => {
       environment.alive = false;
       const at = this.environments.indexOf(environment);
@@ -178,6 +208,16 @@ export class LambdaFunction {
             errorMessage: `exited (${signal ?? code}) during init`,
           }),
         );
+        // Lambda's init phase, then its one retry within the invocation's timeout.
+        setTimeout(
+          () =>
+            settle({
+              ok: false,
+              errorType: "Sandbox.Timedout",
+              errorMessage: `init did not finish within ${INIT_MS / 1000} s plus the ${spec.timeoutSeconds} s timeout`,
+            }),
+          INIT_MS + spec.timeoutSeconds * 1000,
+        ).unref();
       },
     );
     if (!ready.ok) {
@@ -207,7 +247,17 @@ export class LambdaFunction {
       }) => {
         if (message.type !== "result" || message.id !== id) return;
         finish();
-        if (message.ok) resolve(message.value);
+        const size = message.ok ? Buffer.byteLength(JSON.stringify(message.value ?? null)) : 0;
+        if (size > PAYLOAD_LIMIT_BYTES)
+          reject(
+            new LambdaInvocationError(
+              this.name,
+              "error",
+              "Function.ResponseSizeTooLarge",
+              `Response payload size (${size} bytes) exceeded maximum allowed payload size (${PAYLOAD_LIMIT_BYTES} bytes).`,
+            ),
+          );
+        else if (message.ok) resolve(message.value);
         else
           reject(
             new LambdaInvocationError(
@@ -239,7 +289,12 @@ export class LambdaFunction {
       }, timeoutMs);
       child.on("message", onMessage);
       child.once("exit", onExit);
-      child.send({ type: "invoke", id, event, deadline: Date.now() + timeoutMs, requestId: id });
+      child.send({ type: "invoke", id, event, deadline: Date.now() + timeoutMs, requestId: id }, (error) => {
+        if (!error) return;
+        finish();
+        environment.alive = false;
+        reject(new LambdaInvocationError(this.name, "crash", "Runtime.ExitError", error.message));
+      });
     });
   }
 

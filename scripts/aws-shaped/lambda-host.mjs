@@ -48,6 +48,8 @@ async function loadHandler() {
   return handler;
 }
 
+// The nodejs24.x runtime's context: no done/succeed/fail and no callbackWaitsForEmptyEventLoop any
+// more, so code that calls them fails here as it would there.
 function contextFor(message) {
   return {
     functionName,
@@ -55,15 +57,14 @@ function contextFor(message) {
     invokedFunctionArn: functionArn,
     memoryLimitInMB: memoryMb,
     awsRequestId: message.requestId,
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: `local/[$LATEST]${process.pid}`,
-    callbackWaitsForEmptyEventLoop: true,
+    logGroupName: process.env.AWS_LAMBDA_LOG_GROUP_NAME,
+    logStreamName: process.env.AWS_LAMBDA_LOG_STREAM_NAME,
     getRemainingTimeInMillis: () => Math.max(0, message.deadline - Date.now()),
-    done: () => {},
-    fail: () => {},
-    succeed: () => {},
   };
 }
+
+// The harness gone (its IPC channel closed): nothing will invoke this environment again.
+process.on("disconnect", () => process.exit(1));
 
 try {
   const handler = await loadHandler();

@@ -128,6 +128,7 @@ export class ScheduleInvoker {
   }
 
   private later(delayMs: number, event: { createdAt: number; errors: number; throttles: number }): void {
+    if (this.stopped) return;
     const timer = setTimeout(() => {
       this.pending.delete(timer);
       this.attempt(event);

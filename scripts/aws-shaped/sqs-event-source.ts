@@ -1,5 +1,6 @@
 import {
   DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
   type Message,
   type MessageAttributeValue,
   ReceiveMessageCommand,
@@ -53,10 +54,19 @@ export class SqsEventSource {
 
   constructor(private readonly options: SqsEventSourceOptions) {}
 
-  start(): void {
+  /**
+   * Lambda reads the queue's attributes with the function's role when the mapping is created (a
+   * role without sqs:GetQueueAttributes fails the deploy), then starts polling.
+   */
+  async start(): Promise<void> {
     if (!this.options.spec.enabled) return;
-    for (let i = 0; i < Math.min(INITIAL_POLLERS, this.options.spec.maximumConcurrency); i++)
-      this.addPoller();
+    await this.options.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: this.options.queueUrl,
+        AttributeNames: ["VisibilityTimeout"],
+      }),
+    );
+    for (let i = 0; i < Math.min(INITIAL_POLLERS, this.maxPollers); i++) this.addPoller();
     this.scaler = setInterval(() => this.scale(), 1_000);
   }
 
@@ -72,8 +82,16 @@ export class SqsEventSource {
   }
 
   /** More pollers while every poller holds a batch and messages keep coming, up to the maximum. */
+  /**
+   * Never more batches received than can be invoked: Lambda's pollers stop at the function's
+   * concurrency, and a batch received without an environment to run it would only age.
+   */
+  private get maxPollers(): number {
+    return Math.min(this.options.spec.maximumConcurrency, this.options.fn.concurrencyLimit);
+  }
+
   private scale(): void {
-    const max = this.options.spec.maximumConcurrency;
+    const max = this.maxPollers;
     if (!this.lastReceiveHadMessages || this.busy < this.pollers) return;
     for (let i = 0; i < POLLERS_ADDED_PER_SECOND && this.pollers < max; i++) this.addPoller();
   }

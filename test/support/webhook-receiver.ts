@@ -19,6 +19,8 @@ export interface ReceiverBehaviour {
   readonly delayMs?: number;
   /** Answer with this status (after any `failTimes`). @default 200 */
   readonly status?: number;
+  /** Hold each request until this settles (a test's own moment, not a guess at a duration). */
+  readonly hold?: Promise<void>;
 }
 
 /**
@@ -52,6 +54,7 @@ export async function startWebhookReceiver(host = "127.0.0.1") {
       for (const notify of arrivals.get(path) ?? []) notify();
       arrivals.delete(path);
       if (behaviour.delayMs) await new Promise((done) => setTimeout(done, behaviour.delayMs));
+      if (behaviour.hold) await behaviour.hold;
       deliveries.push({
         path,
         eventId: String(request.headers["webhook-id"] ?? ""),
