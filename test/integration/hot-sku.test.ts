@@ -129,6 +129,41 @@ describe("hot SKU", () => {
     expect(await ledger.stock(tenant, "a")).toMatchObject({ held: 2, available: 0 });
   });
 
+  it("admits per tenant: one SKU name in two tenants are two counts, and one tenant's refusal never touches the other's", async () => {
+    const a = fresh();
+    const b = fresh();
+    const ledger = ledgerWith(admissionFor(createDynamoClient()));
+    const hold = (tenant: string, quantity: number) =>
+      ledger.hold(tenant, { items: [{ sku: "mug", quantity }], holdSeconds: 600 });
+    const refusal = (tenant: string, quantity: number) =>
+      hold(tenant, quantity).then(
+        () => {
+          throw new Error(`${tenant}'s hold of ${quantity} mug was admitted`);
+        },
+        (error: unknown) => {
+          if (!(error instanceof InsufficientStockError)) throw error;
+          return error.shortages;
+        },
+      );
+    await ledger.receive(a, "mug", { quantity: 5 });
+    // B has no mug: refused with B's availability, never A's.
+    expect(await refusal(b, 1)).toEqual([{ sku: "mug", requested: 1, available: 0 }]);
+    await hold(a, 2);
+    expect(await refusal(b, 1)).toEqual([{ sku: "mug", requested: 1, available: 0 }]);
+    // A's holds of its own units succeed whatever B was refused.
+    await hold(a, 3);
+    expect(await refusal(a, 1)).toEqual([{ sku: "mug", requested: 1, available: 0 }]);
+    // B's own stock is B's alone: A's sold-out count does not refuse it.
+    await ledger.receive(b, "mug", { quantity: 1 });
+    await hold(b, 1);
+    expect(await refusal(b, 1)).toEqual([{ sku: "mug", requested: 1, available: 0 }]);
+    expect(await ledger.stock(a, "mug")).toMatchObject({ onHand: 5, held: 5, available: 0 });
+    expect(await ledger.stock(b, "mug")).toMatchObject({ onHand: 1, held: 1, available: 0 });
+    const levels = [a, b].map((tenant) => stockKeys(hg.config.keyPrefix, tenant, "mug").level);
+    expect(new Set(levels).size).toBe(2);
+    for (const tenant of [a, b]) expect((await ledgerWith(undefined).reconcile(tenant, "mug")).ok).toBe(true);
+  });
+
   it("rebuilds a count Redis lost, and repairs one that drifted, from the ledger", async () => {
     const tenant = fresh();
     const admission = admissionFor(createDynamoClient());
