@@ -1,10 +1,20 @@
 import { describe, expect, it } from "vitest";
-import { eventually } from "../support/harness.ts";
+import { z } from "zod";
+import { defineHandler } from "../../shared/handlers/registry.ts";
+import { startRuntime } from "../../shared/local/runtime.ts";
+import { eventually, signal } from "../support/harness.ts";
 import { recorder } from "../support/recorder.ts";
 import { useApiServer } from "../support/server.ts";
 
 /** The public HTTP contract, over HTTP, against the real local stack. */
 const rec = recorder();
+/** A handler that runs until the test lets its event (by id) finish. */
+const finish = new Map<string, ReturnType<typeof signal>>();
+const blockRuns: string[] = [];
+const blocking = defineHandler("test.block", z.object({}), async (_payload, context) => {
+  blockRuns.push(context.id);
+  await finish.get(context.id)?.promise;
+});
 
 const TENANTS = 40;
 const served = useApiServer(
@@ -13,7 +23,7 @@ const served = useApiServer(
       ",",
     ),
   },
-  { handlers: [rec.handler] },
+  { handlers: [rec.handler, blocking] },
 );
 
 /**
@@ -215,6 +225,48 @@ describe("reading, moving and cancelling", () => {
     const refused = await call("DELETE", `/v1/events/${json.id}`);
     expect(refused.status).toBe(409);
     expect(problemOf(refused).currentStatus).toBe("succeeded");
+  });
+
+  it("refuses to cancel a running event with 409, and the event still ends in its own outcome", async () => {
+    const call = asNewTenant();
+    const id = "running-cancel";
+    const gate = signal();
+    finish.set(id, gate);
+    const created = await call("POST", "/v1/events", {
+      id,
+      type: "test.block",
+      payload: {},
+      delaySeconds: 0,
+    });
+    expect(created.status).toBe(201);
+    const runtime = startRuntime(served.hg, { tickMs: 100 });
+    try {
+      await eventually(
+        async () => ((await call("GET", `/v1/events/${id}`)).json.status === "running" ? true : undefined),
+        15_000,
+        "the event running",
+      );
+      expect(blockRuns).toEqual([id]);
+      const refused = await call("DELETE", `/v1/events/${id}`);
+      expect(refused.status).toBe(409);
+      expect(problemOf(refused).currentStatus).toBe("running");
+      // The refusal changed nothing: still running, and the handler's end decides the outcome.
+      expect((await call("GET", `/v1/events/${id}`)).json.status).toBe("running");
+      gate.fire();
+      const done = await eventually(
+        async () => {
+          const read = await call("GET", `/v1/events/${id}`);
+          return read.json.status === "running" ? undefined : read.json;
+        },
+        15_000,
+        "the event's outcome",
+      );
+      expect(done).toMatchObject({ id, status: "succeeded", attempts: 1 });
+      expect(blockRuns).toEqual([id]);
+    } finally {
+      gate.fire();
+      await runtime.stop();
+    }
   });
 
   it("lists a tenant's events newest first, filtered, with a cursor", async () => {
