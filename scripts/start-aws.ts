@@ -3,6 +3,9 @@ import { loadCallerKeys } from "./aws-shaped/api-gateway/index.ts";
 import { ACCOUNT, OPERATOR_KEY, REGION, startAwsShaped } from "./aws-shaped/harness.ts";
 import { iamReport } from "./aws-shaped/iam-report.ts";
 
+// As `npm start`: the SDK's Node 22 notice is the SDK's own switch (README, "Node versions").
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+
 /**
  * `npm run start:aws [-- --profile lean] [--latency aws]`: the stack `cdk deploy` would create,
  * run on this machine as AWS runs it (docs/local.md, "AWS-shaped mode").
