@@ -17,6 +17,7 @@ import { LambdaFunction } from "./lambda-function.ts";
 import { startReaper } from "./reaper.ts";
 import { startTlsRedis, type TlsRedis } from "./redis-tls.ts";
 import { ScheduleInvoker } from "./schedule-invoker.ts";
+import { checkServiceHops } from "./service-hops.ts";
 import { SqsEventSource } from "./sqs-event-source.ts";
 import { defaultOutDir, type Profile, synthesize } from "./synth.ts";
 import { type FunctionSpec, readStackTemplate, type StackTemplate } from "./template.ts";
@@ -142,6 +143,8 @@ export async function startAwsShaped(options: AwsShapedOptions): Promise<AwsShap
       },
     });
     const { context } = deployment;
+    // As AWS would refuse them at the first tick or request: the calls AWS makes into the functions.
+    for (const hop of await checkServiceHops(template, context)) log(`allowed: ${hop}`);
 
     // Each function calls AWS as its role: an access key per function, mapped to the role's policies.
     const principals = new Map<string, GatewayPrincipal>();

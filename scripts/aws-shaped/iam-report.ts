@@ -57,8 +57,8 @@ export function unusedGrants(
         for (const action of list(statement.Action)) {
           const used = made.some(
             (call) =>
-              matches(action, call.action, true) &&
-              resources.some((resource) => matches(resource, call.resource, false)),
+              globMatches(action, call.action, true) &&
+              resources.some((resource) => globMatches(resource, call.resource, false)),
           );
           if (!used) unused.push({ principal: principal.name, action, resources });
         }
@@ -81,7 +81,8 @@ function list(value: unknown): string[] {
   return (Array.isArray(value) ? value : [value]).filter((item): item is string => typeof item === "string");
 }
 
-function matches(pattern: string, value: string, ignoreCase: boolean): boolean {
+/** IAM's wildcards (`*`, `?`) in an action or an ARN. */
+export function globMatches(pattern: string, value: string, ignoreCase: boolean): boolean {
   const escaped = pattern
     .replace(/[.+^${}()|[\]\\]/g, "\\$&")
     .replace(/\*/g, ".*")
