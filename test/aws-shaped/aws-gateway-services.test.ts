@@ -10,7 +10,7 @@ import {
   type GatewayPrincipal,
   startAwsGateway,
 } from "../../scripts/aws-shaped/aws-gateway/index.ts";
-import { updateInputFor } from "../../shared/cli/ops-commands.ts";
+import { updateInputFor } from "../../shared/cli/aws-deployment.ts";
 
 /**
  * The services the gateway answers itself, through the real SDK clients: each answers what the

@@ -20,7 +20,7 @@ import {
   setDeploymentPaused,
   setDispatcherState,
   updateInputFor,
-} from "../../shared/cli/ops-commands.ts";
+} from "../../shared/cli/aws-deployment.ts";
 import { main } from "../../shared/cli/program.ts";
 
 const clients: OpsClients = {
