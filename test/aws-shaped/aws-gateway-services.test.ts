@@ -194,6 +194,16 @@ describe("EventBridge", () => {
 });
 
 describe("EventBridge Scheduler", () => {
+  it("answers a path with a malformed escape as the caller's 400, never a 500", async () => {
+    const response = await fetch(`${gateway.url}/schedules/%E0%A4?groupName=default`, {
+      headers: {
+        authorization: `AWS4-HMAC-SHA256 Credential=AKIDOPS/20261205/${REGION}/scheduler/aws4_request, SignedHeaders=host, Signature=0`,
+      },
+    });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain("malformed percent-encoding");
+  });
+
   it("UpdateSchedule needs iam:PassRole for the target's role, changes the state and tells the listener", async () => {
     const changes: string[] = [];
     gateway.onScheduleChange((group, name, state) => changes.push(`${group}/${name}=${state}`));

@@ -95,6 +95,15 @@ export function readServiceCall(service: ServiceName, protocol: Protocol, reques
   }
 }
 
+/** A name from a REST path; a malformed escape is the caller's 400, as AWS answers it, never a 500. */
+function pathName(protocol: Protocol, raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw invalidRequest(protocol, `malformed percent-encoding in the path: ${raw}`);
+  }
+}
+
 function restCall(
   service: ServiceName,
   protocol: Protocol,
@@ -105,20 +114,20 @@ function restCall(
     const name = SCHEDULE_PATH.exec(request.path)?.[1];
     if (name !== undefined && request.method === "GET") {
       return call("GetSchedule", {
-        Name: decodeURIComponent(name),
+        Name: pathName(protocol, name),
         GroupName: request.query.get("groupName") ?? "default",
       });
     }
     if (name !== undefined && request.method === "PUT") {
       const body = jsonObject(protocol, decoded(protocol, request));
-      return call("UpdateSchedule", { ...body, Name: decodeURIComponent(name) });
+      return call("UpdateSchedule", { ...body, Name: pathName(protocol, name) });
     }
   }
   if (service === "lambda") {
     const name = INVOKE_PATH.exec(request.path)?.[1];
     if (name !== undefined && request.method === "POST") {
       return call("Invoke", {
-        FunctionName: decodeURIComponent(name),
+        FunctionName: pathName(protocol, name),
         Qualifier: request.query.get("Qualifier") ?? undefined,
         InvocationType: String(request.headers["x-amz-invocation-type"] ?? "RequestResponse"),
       });
