@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 
 /**
  * Schedule ids: the event id alphabet, short enough that an occurrence id stays within 128, and
@@ -7,16 +7,37 @@ import { createHash } from "node:crypto";
 export const SCHEDULE_ID = /^(?!\.\.?$)[A-Za-z0-9._:-]{1,80}$/;
 
 /**
- * An occurrence's event id: `<scheduleId>@<instant>` (`nightly@2026-03-29T01:30:00Z`), with
- * `~<revision>` after the first revision. Client event ids cannot contain `@` or `~`, so these
- * never collide with them, and one instant of one revision can only ever make one event.
+ * A schedule's incarnation: twelve hex digits drawn when it is created and kept through its edits.
+ * A schedule deleted and created again under the same id is another schedule whose revisions count
+ * from 1 again, so the incarnation is what keeps its occurrence ids apart from the old one's events.
+ * 48 random bits: two incarnations of one schedule id meet with odds of 1 in 2^48.
+ */
+export function newIncarnation(): string {
+  return randomBytes(6).toString("hex");
+}
+
+/**
+ * An occurrence's event id: `<scheduleId>@<instant>~<revision>.<incarnation>`
+ * (`nightly@2026-03-29T01:30:00Z~1.5f0c9a3e71b2`). Client event ids cannot contain `@` or `~`, so
+ * these never collide with them, and one instant of one revision of one incarnation can only ever
+ * make one event. Schedules created before incarnations existed have none: their ids read
+ * `<scheduleId>@<instant>`, with `~<revision>` after the first revision, until an edit or a resume
+ * gives them one (a new revision has new ids anyway).
  */
 export const OCCURRENCE_ID =
-  /^([A-Za-z0-9._:-]{1,80})@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)(?:~([1-9]\d{0,8}))?$/;
+  /^([A-Za-z0-9._:-]{1,80})@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)(?:~([1-9]\d{0,8})(?:\.([0-9a-f]{12}))?)?$/;
 
-export function occurrenceId(scheduleId: string, instant: number, revision: number): string {
-  const iso = `${new Date(instant).toISOString().slice(0, 19)}Z`;
-  return revision > 1 ? `${scheduleId}@${iso}~${revision}` : `${scheduleId}@${iso}`;
+/** What names a schedule's occurrences: its id, its revision and (unless it predates them) its incarnation. */
+export interface OccurrenceOwner {
+  readonly id: string;
+  readonly revision: number;
+  readonly incarnation?: string | undefined;
+}
+
+export function occurrenceId(schedule: OccurrenceOwner, instant: number): string {
+  const at = `${schedule.id}@${new Date(instant).toISOString().slice(0, 19)}Z`;
+  if (schedule.incarnation !== undefined) return `${at}~${schedule.revision}.${schedule.incarnation}`;
+  return schedule.revision > 1 ? `${at}~${schedule.revision}` : at;
 }
 
 export interface OccurrenceRef {

@@ -62,10 +62,16 @@ export interface ScheduleItem {
   /** Hash of the body as the client sent it: a repeat with another hash is a conflict. */
   readonly fingerprint: string;
   /**
-   * Bumped by every edit, pause and resume. It is part of the occurrence ids after the first, so
-   * occurrences cancelled under an old revision never block the new revision's instants.
+   * Bumped by every edit, pause and resume. It is part of the occurrence ids, so occurrences
+   * cancelled under an old revision never block the new revision's instants.
    */
   readonly revision: number;
+  /**
+   * Drawn at creation and kept by edits, pauses and resumes; part of the occurrence ids, so a
+   * schedule deleted and created again under the same id never meets the old one's events.
+   * Absent on schedules created before it existed, until their next edit or resume.
+   */
+  readonly incarnation?: string;
   /** The next occurrence not yet materialized (epoch ms); absent once ended. */
   readonly nextAt?: number;
   /** Present only while active with an occurrence left: the sparse `due` index. */

@@ -11,9 +11,9 @@ import { type ScheduleItem, specOf } from "./model.ts";
 const CANCEL_CAP = 2_000;
 const CANCEL_PARALLEL = 16;
 
-/** The event an occurrence is: an ordinary event whose id names the schedule, revision and instant. */
+/** The event an occurrence is: an ordinary event whose id names the schedule, its incarnation, revision and instant. */
 export function occurrenceEvent(item: ScheduleItem, instant: number, now: number): NewEvent {
-  const id = occurrenceId(item.id, instant, item.revision);
+  const id = occurrenceId(item, instant);
   const runAt = instant + jitterMs(id, item.jitterSeconds);
   return {
     tenant: item.tenant,
@@ -90,6 +90,6 @@ export async function cancelOccurrences(
   return cancelEvents(
     events,
     item.tenant,
-    instants.map((t) => occurrenceId(item.id, t, item.revision)),
+    instants.map((t) => occurrenceId(item, t)),
   );
 }

@@ -4,6 +4,7 @@ import { fieldIssues, fingerprintOf } from "../events/validate.ts";
 import type { HandlerRegistry } from "../handlers/registry.ts";
 import { idFactory } from "../ids.ts";
 import type { Logger } from "../logger.ts";
+import { newIncarnation } from "../model/occurrence-id.ts";
 import {
   ScheduleChangedError,
   ScheduleConflictError,
@@ -80,6 +81,7 @@ export class ScheduleService {
     const id = input.id ?? this.newId();
     const state: ScheduleState = input.paused ? "paused" : "active";
     const item = this.itemOf(tenant, id, input.spec, state, 1, input.fingerprint, now, now);
+    // A repeat of this create answers with the stored schedule and its incarnation; this one is dropped.
     const outcome = await this.deps.store.create(item, this.deps.config.schedules.perTenant);
     if (outcome.created) {
       this.deps.logger.info("schedule created", { tenant, id, nextAt: item.nextAt });
@@ -231,7 +233,7 @@ export class ScheduleService {
 
   /** Writes the new revision if nobody changed the schedule meanwhile, then cancels the old one's occurrences. */
   private async replace(item: ScheduleItem, before: ScheduleItem): Promise<void> {
-    if (!(await this.deps.store.replace(item, before.revision))) throw new ScheduleChangedError(item.id);
+    if (!(await this.deps.store.replace(item, before))) throw new ScheduleChangedError(item.id);
     await this.cancelFor(before);
   }
 
@@ -253,8 +255,11 @@ export class ScheduleService {
     fingerprint: string,
     createdAt: number,
     now: number,
-    counters?: ScheduleItem,
+    previous?: ScheduleItem,
   ): ScheduleItem {
+    // A new schedule draws its incarnation; a new revision keeps it. One from before incarnations
+    // existed gets one now: its new revision has new occurrence ids either way.
+    const incarnation = previous?.incarnation ?? newIncarnation();
     const nextAt = evaluator(spec).next(now);
     const effective: ScheduleState = state === "active" && nextAt === undefined ? "ended" : state;
     const { event } = spec;
@@ -280,13 +285,14 @@ export class ScheduleService {
       state: effective,
       fingerprint,
       revision,
+      incarnation,
       ...(nextAt !== undefined && { nextAt }),
       ...ScheduleStore.dueFields(tenant, id, effective, nextAt),
-      ...(counters?.lastOccurrenceAt !== undefined && { lastOccurrenceAt: counters.lastOccurrenceAt }),
-      ...(counters?.lastOccurrenceId !== undefined && { lastOccurrenceId: counters.lastOccurrenceId }),
-      occurrences: counters?.occurrences ?? 0,
-      skipped: counters?.skipped ?? 0,
-      missed: counters?.missed ?? 0,
+      ...(previous?.lastOccurrenceAt !== undefined && { lastOccurrenceAt: previous.lastOccurrenceAt }),
+      ...(previous?.lastOccurrenceId !== undefined && { lastOccurrenceId: previous.lastOccurrenceId }),
+      occurrences: previous?.occurrences ?? 0,
+      skipped: previous?.skipped ?? 0,
+      missed: previous?.missed ?? 0,
       createdAt,
       updatedAt: now,
     };

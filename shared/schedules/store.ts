@@ -6,7 +6,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
-import { and, equals, exists, lessThan, notExists, or } from "../dynamo/conditions.ts";
+import { and, type Condition, equals, exists, lessThan, notExists, or } from "../dynamo/conditions.ts";
 import { onlyIf, update } from "../dynamo/expression.ts";
 import { onConditionFailed, transactionRefusals } from "../dynamo/failures.ts";
 import { transact } from "../dynamo/transact.ts";
@@ -107,13 +107,16 @@ export class ScheduleStore {
     return Item as ScheduleItem | undefined;
   }
 
-  /** Replaces a schedule if its revision is still `revision`; false when someone changed it first. */
-  async replace(item: ScheduleItem, revision: number): Promise<boolean> {
+  /**
+   * Replaces a schedule if it is still the incarnation and revision `before` was read at; false when
+   * someone changed it first (or deleted it and created it again).
+   */
+  async replace(item: ScheduleItem, before: ScheduleItem): Promise<boolean> {
     const put = this.doc.send(
       new PutCommand({
         TableName: this.table,
         Item: item,
-        ...onlyIf(and(exists("sk"), equals("revision", revision))),
+        ...onlyIf(and(exists("sk"), sameIncarnation(before), equals("revision", before.revision))),
       }),
     );
     return onConditionFailed(
@@ -189,7 +192,7 @@ export class ScheduleStore {
 
   /**
    * Moves `nextAt` forward after its occurrences exist, only if nobody moved it, edited, paused or
-   * deleted the schedule since it was read. False when the condition failed.
+   * deleted (and perhaps created again) the schedule since it was read. False when the condition failed.
    */
   async advance(item: ScheduleItem, change: Advance): Promise<boolean> {
     const ended = change.nextAt === undefined;
@@ -210,6 +213,7 @@ export class ScheduleStore {
           add: { occurrences: change.occurrences, skipped: change.skipped, missed: change.missed },
           remove: ended ? ["nextAt", "dshard", "dnext"] : [],
           if: and(
+            sameIncarnation(item),
             equals("revision", item.revision),
             equals("nextAt", item.nextAt),
             equals("state", "active"),
@@ -234,4 +238,12 @@ export class ScheduleStore {
     } while (cursor);
     return items;
   }
+}
+
+/**
+ * The stored schedule is the incarnation `item` was read as: a schedule deleted and created again
+ * starts at revision 1 again, so the revision alone cannot tell the two apart.
+ */
+function sameIncarnation(item: ScheduleItem): Condition {
+  return item.incarnation === undefined ? notExists("incarnation") : equals("incarnation", item.incarnation);
 }
