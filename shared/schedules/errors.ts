@@ -31,3 +31,19 @@ export class ScheduleChangedError extends Error {
     this.name = "ScheduleChangedError";
   }
 }
+
+/**
+ * An occurrence's id already names an event with other content, so the occurrence cannot be made:
+ * the materializer counts it as missed (loudly) instead of taking that event for its own.
+ */
+export class OccurrenceTakenError extends Error {
+  constructor(
+    readonly tenant: string,
+    readonly scheduleId: string,
+    readonly id: string,
+    readonly existingStatus: string,
+  ) {
+    super(`occurrence ${id} of schedule ${scheduleId} is taken by another ${existingStatus} event`);
+    this.name = "OccurrenceTakenError";
+  }
+}

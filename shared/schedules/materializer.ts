@@ -7,6 +7,8 @@ import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import type { Logger } from "../logger.ts";
 import type { NewEvent } from "../model/event.ts";
+import { parseOccurrenceId } from "../model/occurrence-id.ts";
+import { OccurrenceTakenError } from "./errors.ts";
 import { between, type Evaluator, evaluator } from "./evaluate.ts";
 import { type ScheduleItem, specOf } from "./model.ts";
 import { cancelEvents, isFinished, occurrenceEvent } from "./occurrences.ts";
@@ -55,8 +57,10 @@ interface Plan {
  *
  * Exactly one event per instant, whatever crashes or races: the event is created before the
  * advance, and its derived id makes a repeat (a retried tick, a second dispatcher, a crash between
- * the two writes) find the existing event instead of making another. An advance that fails because
- * the schedule was edited, paused or deleted meanwhile cancels what this pass created.
+ * the two writes) find the existing event instead of making another. The id also names the
+ * schedule's incarnation, so a schedule deleted and created again never finds the old one's events.
+ * An advance that fails because the schedule was edited, paused or deleted meanwhile cancels what
+ * this pass created; one that fails because another pass advanced the same revision cancels nothing.
  */
 export class Materializer {
   private readonly owner = `materializer-${randomUUID()}`;
@@ -187,14 +191,35 @@ export class Materializer {
     const all = plans.flatMap((p) => p.events);
     const results = all.length > 0 ? await events.storeMany(all) : [];
     const failed = new Set<string>();
+    const taken = new Set<string>();
     results.forEach((result, i) => {
-      if (result.ok || result.error instanceof IdempotencyConflictError) return;
-      failed.add(`${all[i]!.tenant}/${all[i]!.id}`);
-      logger.warn("occurrence not created; retried next tick", { id: all[i]!.id, error: result.error });
+      if (result.ok) return;
+      const event = all[i]!;
+      if (result.error instanceof IdempotencyConflictError) {
+        // The id names this incarnation, revision and instant, so an event under it with other
+        // content is not this occurrence (a schedule's from before incarnations existed, deleted and
+        // created again): never counted as made, and never cancelled as ours.
+        taken.add(keyOf(event));
+        const error = new OccurrenceTakenError(
+          event.tenant,
+          parseOccurrenceId(event.id)?.scheduleId ?? event.id,
+          event.id,
+          result.error.existing.status,
+        );
+        logger.error("occurrence id taken by another event; counted as missed", { error });
+        return;
+      }
+      failed.add(keyOf(event));
+      logger.warn("occurrence not created; retried next tick", { id: event.id, error: result.error });
     });
     await Promise.all(
-      plans.map(async ({ item, events: created, advance }) => {
-        if (created.some((e) => failed.has(`${e.tenant}/${e.id}`))) return;
+      plans.map(async (plan) => {
+        const { item } = plan;
+        if (plan.events.some((e) => failed.has(keyOf(e)))) return;
+        // Every event left is this occurrence, created now or found existing (a retried tick, a
+        // second materializer, or one the client has since cancelled or that already ran).
+        const own = plan.events.filter((e) => !taken.has(keyOf(e)));
+        const advance = withTaken(plan, own);
         // A schedule waiting on its previous occurrence (overlap "skip") has nothing to write.
         const idle = advance.occurrences + advance.skipped + advance.missed === 0;
         if (idle && advance.nextAt === item.nextAt) return;
@@ -205,16 +230,17 @@ export class Materializer {
           report.missed += advance.missed;
           return;
         }
-        // Someone else advanced (same revision: our events were theirs too), or the schedule
-        // changed under us: then what we created belongs to a revision that no longer exists.
-        const now = await store.get(item.tenant, item.id);
-        if (!now || now.revision !== item.revision || now.state !== "active") {
-          await cancelEvents(
-            events,
-            item.tenant,
-            created.map((e) => e.id),
-          );
-        }
+        // Someone else advanced this same incarnation and revision (to "ended", on a last pass):
+        // the ids are the same, so these are their occurrences as much as ours, and their advance
+        // covers them. Only when the schedule was edited, paused or deleted (and perhaps created
+        // again) meanwhile do they belong to a revision that no longer exists.
+        const current = await store.get(item.tenant, item.id);
+        if (current && current.incarnation === item.incarnation && current.revision === item.revision) return;
+        await cancelEvents(
+          events,
+          item.tenant,
+          own.map((e) => e.id),
+        );
       }),
     );
   }
@@ -238,6 +264,25 @@ export class Materializer {
         if (!(error instanceof StaleLeaseError)) throw error;
       });
   }
+}
+
+function keyOf(event: NewEvent): string {
+  return `${event.tenant}/${event.id}`;
+}
+
+/** The plan's advance, with its occurrences whose ids were taken counted as missed instead. */
+function withTaken(plan: Plan, own: readonly NewEvent[]): Advance {
+  const lost = plan.events.length - own.length;
+  if (lost === 0) return plan.advance;
+  const last = own.at(-1);
+  return {
+    ...plan.advance,
+    occurrences: own.length,
+    missed: plan.advance.missed + lost,
+    // overlap "skip" waits on the last occurrence made; without one it keeps waiting on the previous.
+    lastOccurrenceAt: last && parseOccurrenceId(last.id)!.occurrenceAt,
+    lastOccurrenceId: last?.id,
+  };
 }
 
 function countBetween(evaluate: Evaluator, from: number, to: number): number {

@@ -53,10 +53,10 @@ export const Schedule = z
     lastOccurrenceAt: z.string().datetime().optional(),
     occurrences: z.number().int().openapi({ description: "Occurrences created so far." }),
     skipped: z.number().int().openapi({ description: 'Occurrences not run because of overlap "skip".' }),
-    missed: z
-      .number()
-      .int()
-      .openapi({ description: "Occurrences missed during downtime and not caught up." }),
+    missed: z.number().int().openapi({
+      description:
+        "Occurrences missed during downtime and not caught up, or whose id another event already held.",
+    }),
     createdAt: z.string().datetime(),
     updatedAt: z.string().datetime(),
   })
@@ -128,8 +128,10 @@ const createRouteDef = createRoute({
   tags,
   summary: "Create a recurring schedule",
   description:
-    "Each occurrence becomes an ordinary event with id `<scheduleId>@<instant>`, created by the dispatcher a " +
-    "look-ahead before it is due. With an `id`, the same body again answers 200, a different body 409.",
+    "Each occurrence becomes an ordinary event with id `<scheduleId>@<instant>~<revision>.<incarnation>`, " +
+    "created by the dispatcher a look-ahead before it is due. The incarnation is drawn at creation, so a " +
+    "schedule deleted and created again under the same id never meets the old one's events. With an `id`, the " +
+    "same body again answers 200, a different body 409.",
   request: body(CreateSchedule),
   responses: {
     201: json(Schedule, "Created"),
