@@ -82,20 +82,22 @@ export class Materializer {
       const probes = await Promise.all(
         Array.from({ length: DUE_SHARDS }, (_, s) => this.deps.store.due(s, horizon, 1)),
       );
-      if (probes.every((p) => p.items.length === 0)) return report;
+      const due = probes.flatMap((probe, shard) => (probe.items.length > 0 ? [shard] : []));
+      if (due.length === 0) return report;
       // Whole milliseconds: a budget split from Lambda's remaining time can be fractional, and the
       // lease refuses a fractional ttl (every odd remaining time failed the tick on AWS).
       const token = await this.lease(Math.ceil(budgetMs) + 10_000);
       if (token === null) return report;
       try {
-        const shards = Array.from({ length: DUE_SHARDS }, (_, s) => s);
-        // Shards not started by the deadline are left for the next tick.
+        // The first due shards start whatever is left of the budget: on a slow store (a loaded
+        // machine, a throttled table) the probes and the lease alone could spend it, and a pass
+        // that never starts lets every schedule fall behind until its occurrences count as missed.
+        // Shards beyond those, not started by the deadline, are left for the next tick.
         await pMap(
-          shards,
-          (shard) => (clock() < deadline ? this.shard(shard, deadline, report) : undefined),
-          {
-            concurrency: PARALLEL_SHARDS,
-          },
+          due,
+          (shard, i) =>
+            i < PARALLEL_SHARDS || clock() < deadline ? this.shard(shard, deadline, report) : undefined,
+          { concurrency: PARALLEL_SHARDS },
         );
       } finally {
         if (token !== undefined) await this.release(token);

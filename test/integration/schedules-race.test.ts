@@ -97,6 +97,19 @@ describe("a pass that read a schedule deleted and created again before it wrote"
   });
 });
 
+describe("a pass whose budget is spent before it starts (a slow store)", () => {
+  it("still materializes the first due shards, so schedules never stall", async () => {
+    await hg.schedules!.create(tenant, {
+      id: "no-budget",
+      rate: "1 second",
+      event: { type: "test.record", payload: {} },
+    });
+    await materializer(new ScheduleStore(hg.dynamo, hg.config.tables.schedules)).run(0);
+    expect((await hg.schedules!.get(tenant, "no-budget")).occurrences).toBeGreaterThan(0);
+    await hg.schedules!.delete(tenant, "no-budget");
+  });
+});
+
 describe("two materializers on a schedule's last pass", () => {
   it("the loser cancels nothing the winner advanced over: every final occurrence runs once", async () => {
     // Ends within one pass: a single pass materializes every occurrence and ends the schedule.
