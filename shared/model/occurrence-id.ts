@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { OCCURRENCE_ID } from "./occurrence-pattern.ts";
 
 /**
  * Schedule ids: the event id alphabet, short enough that an occurrence id stays within 128, and
@@ -24,8 +25,7 @@ export function newIncarnation(): string {
  * `<scheduleId>@<instant>`, with `~<revision>` after the first revision, until an edit or a resume
  * gives them one (a new revision has new ids anyway).
  */
-export const OCCURRENCE_ID =
-  /^([A-Za-z0-9._:-]{1,80})@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)(?:~([1-9]\d{0,8})(?:\.([0-9a-f]{12}))?)?$/;
+export { OCCURRENCE_ID };
 
 /** What names a schedule's occurrences: its id, its revision and (unless it predates them) its incarnation. */
 export interface OccurrenceOwner {

@@ -170,6 +170,12 @@ describe.skipIf(!chromiumAvailable() && !inCi)("the dashboard in a real browser"
     await page.getByRole("button", { name: "Find" }).click();
     await expect(page.getByRole("alert").first().textContent()).resolves.toContain("is not an event id");
 
+    // A schedule's occurrence id is an event id too: looked up, not refused.
+    await go("#/events", "[data-testid=event-table]");
+    await page.getByLabel("Event id").fill("nightly@2026-03-29T01:30:00Z~1.5f0c9a3e71b2");
+    await page.getByRole("button", { name: "Find" }).click();
+    await page.getByText("No event with id “nightly@2026-03-29T01:30:00Z~1.5f0c9a3e71b2”").waitFor();
+
     await go("#/events/no-such-event", "main h1");
     await page.getByText("No event with id “no-such-event”").waitFor();
 

@@ -16,6 +16,7 @@ const TOKENS = {
   ntfb: "ntfb-token-0123456789abcdef",
   ntfc: "ntfc-token-0123456789abcdef",
   ntfd: "ntfd-token-0123456789abcdef",
+  ntfe: "ntfe-token-0123456789abcdef",
 };
 const auth = (tenant: keyof typeof TOKENS) => ({ authorization: `Bearer ${TOKENS[tenant]}` });
 
@@ -198,6 +199,15 @@ describe("notifications over the event stream (SSE, real HTTP)", () => {
     expect(details(byType.events)).toEqual([]);
     expect(details(bySchedule.events)).toEqual([]);
     await Promise.all([all.close(), byType.close(), bySchedule.close(), byId.close()]);
+  }, 20_000);
+
+  it("follows a schedule's occurrence by its id, as it follows a client's event id", async () => {
+    // Occurrence ids carry `@` and `~`, which client ids cannot: the filter takes both kinds.
+    const occurrence = "nightly@2026-03-29T01:30:00Z~1.5f0c9a3e71b2";
+    const stream = await openSse(streamUrl(`?id=${encodeURIComponent(occurrence)}`), auth("ntfe"));
+    expect(stream.status).toBe(200);
+    await stream.until((e) => e.some((x) => x.event === "ready"), 10_000, "ready");
+    await stream.close();
   }, 20_000);
 
   it("says so when the capped window no longer holds what followed Last-Event-ID", async () => {

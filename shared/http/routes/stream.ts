@@ -3,7 +3,7 @@ import { streamSSE } from "hono/streaming";
 import type { HourglassConfig } from "../../config.ts";
 import { EVENT_ID, EVENT_TYPE } from "../../events/schema.ts";
 import type { Logger } from "../../logger.ts";
-import { SCHEDULE_ID } from "../../model/occurrence-id.ts";
+import { OCCURRENCE_ID, SCHEDULE_ID } from "../../model/occurrence-id.ts";
 import { TRANSITIONS } from "../../notifications/model.ts";
 import {
   matches,
@@ -14,6 +14,9 @@ import {
 } from "../../notifications/stream-reader.ts";
 import { problem, sendProblem } from "../problem.ts";
 import type { TenantEnv } from "../tenancy.ts";
+
+/** A client's event id or a schedule's occurrence id: the stream follows either. */
+const ANY_EVENT_ID = { test: (id: string) => EVENT_ID.test(id) || OCCURRENCE_ID.test(id) };
 
 export interface StreamRouteDeps {
   readonly config: HourglassConfig;
@@ -53,12 +56,17 @@ export function mountStreamRoute(app: OpenAPIHono<TenantEnv>, deps: StreamRouteD
     const tenant = c.get("tenant");
     const query = c.req.query();
     const issues: { path: string; message: string }[] = [];
-    const check = (name: string, value: string | undefined, pattern: RegExp, message: string) => {
+    const check = (
+      name: string,
+      value: string | undefined,
+      pattern: { test(value: string): boolean },
+      message: string,
+    ) => {
       if (value !== undefined && !pattern.test(value)) issues.push({ path: name, message });
     };
     const lastEventId = c.req.header("last-event-id") ?? query.lastEventId;
     check("type", query.type, EVENT_TYPE, "not an event type");
-    check("id", query.id, EVENT_ID, "not an event id");
+    check("id", query.id, ANY_EVENT_ID, "not an event id");
     check("schedule", query.schedule, SCHEDULE_ID, "not a schedule id");
     check("Last-Event-ID", lastEventId, STREAM_ID, "not an id this stream handed out (<ms>-<seq>)");
     if (issues.length > 0) {

@@ -1,4 +1,5 @@
 import { useState } from "preact/hooks";
+import { OCCURRENCE_ID } from "../../../model/occurrence-pattern.ts";
 import { api, enc } from "../api.ts";
 import { ErrorNote, Loading, StatusBadge } from "../components/bits.tsx";
 import { relative, utc } from "../format.ts";
@@ -89,10 +90,10 @@ function SearchById() {
       onSubmit={(e) => {
         e.preventDefault();
         const id = text.trim();
-        if (!EVENT_ID.test(id)) {
+        if (!EVENT_ID.test(id) && !OCCURRENCE_ID.test(id)) {
           setProblem(
             id
-              ? `"${id.slice(0, 140)}" is not an event id: ids are 1 to 128 letters, digits, dots, underscores, colons or dashes.`
+              ? `"${id.slice(0, 140)}" is not an event id: ids are 1 to 128 letters, digits, dots, underscores, colons or dashes, or a schedule's occurrence id (schedule@instant~revision.incarnation).`
               : "Type an event id to look it up.",
           );
           return;
