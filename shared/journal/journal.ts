@@ -5,19 +5,18 @@ import {
   PutCommand,
   QueryCommand,
   type QueryCommandInput,
-  UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
 import DataLoader from "dataloader";
 import pMap from "p-map";
 import { batchGet, batchPut } from "../dynamo/batch.ts";
-import { and, type Condition, exists, notExists } from "../dynamo/conditions.ts";
+import { type Condition, notExists } from "../dynamo/conditions.ts";
 import { UnprocessedRequestError } from "../dynamo/errors.ts";
-import { onlyIf, type UpdateSpec, update } from "../dynamo/expression.ts";
+import { onlyIf, type UpdateSpec } from "../dynamo/expression.ts";
 import { onConditionFailed } from "../dynamo/failures.ts";
 import type { NewEvent } from "../model/event.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
-import { JournalConditionError } from "./errors.ts";
 import { type JournalItem, type JournalStatus, journalKey, PENDING_STATUSES, toJournalItem } from "./item.ts";
+import { stampedUpdate } from "./stamps.ts";
 import { isDead, isPending, olderThan } from "./updates.ts";
 
 export interface Page<T> {
@@ -199,39 +198,44 @@ export class EventJournal {
   }
 
   markSucceeded(tenant: string, id: string, attempts: number, now: number) {
-    return this.apply("markSucceeded", tenant, id, isPending, {
-      set: { status: "succeeded", attempts, updatedAt: now, finishedAt: now, ttl: this.expiry(now) },
+    return this.apply("markSucceeded", tenant, id, isPending, now, (at) => ({
+      set: { status: "succeeded", attempts, updatedAt: at, finishedAt: at, ttl: this.expiry(at) },
       remove: ["pshard", "pdue"],
-    });
+    }));
   }
 
   markRetrying(tenant: string, id: string, attempts: number, lastError: string, runAt: number, now: number) {
-    return this.apply("markRetrying", tenant, id, isPending, {
-      set: { status: "retrying", attempts, lastError, runAt, pdue: runAt, updatedAt: now },
-    });
+    return this.apply("markRetrying", tenant, id, isPending, now, (at) => ({
+      set: { status: "retrying", attempts, lastError, runAt, pdue: runAt, updatedAt: at },
+    }));
   }
 
+  /**
+   * Stamped strictly after every earlier write of the item: the index keeps the death at this
+   * stamp (`finishedAt`), and a replay or a read from before it must compare as earlier.
+   */
   markDead(tenant: string, id: string, attempts: number, lastError: string, now: number) {
-    return this.apply("markDead", tenant, id, isPending, {
+    const death = (at: number) => ({
       set: {
         status: "dead",
         attempts,
         lastError,
-        updatedAt: now,
-        finishedAt: now,
+        updatedAt: at,
+        finishedAt: at,
         dtenant: tenant,
-        dkey: `${String(now).padStart(15, "0")}#${id}`,
-        ttl: this.expiry(now),
+        dkey: `${String(at).padStart(15, "0")}#${id}`,
+        ttl: this.expiry(at),
       },
       remove: ["pshard", "pdue"],
     });
+    return this.apply("markDead", tenant, id, isPending, now, death, true);
   }
 
   markCancelled(tenant: string, id: string, now: number) {
-    return this.apply("markCancelled", tenant, id, isPending, {
-      set: { status: "cancelled", updatedAt: now, finishedAt: now, ttl: this.expiry(now) },
+    return this.apply("markCancelled", tenant, id, isPending, now, (at) => ({
+      set: { status: "cancelled", updatedAt: at, finishedAt: at, ttl: this.expiry(at) },
       remove: ["pshard", "pdue"],
-    });
+    }));
   }
 
   /**
@@ -241,18 +245,27 @@ export class EventJournal {
    * Without it (the index did not hold the event), the version goes up by one.
    */
   reschedule(tenant: string, id: string, runAt: number, now: number, version?: number) {
-    const set = { runAt, pdue: runAt, updatedAt: now };
+    const set = (at: number) => ({ runAt, pdue: runAt, updatedAt: at });
     if (version === undefined) {
-      return this.apply("reschedule", tenant, id, isPending, { set, add: { version: 1 } });
+      return this.apply("reschedule", tenant, id, isPending, now, (at) => ({
+        set: set(at),
+        add: { version: 1 },
+      }));
     }
-    return this.apply("reschedule", tenant, id, olderThan(version), { set: { ...set, version } });
+    return this.apply("reschedule", tenant, id, olderThan(version), now, (at) => ({
+      set: { ...set(at), version },
+    }));
   }
 
+  /**
+   * Schedules a dead letter again at `runAt`. Its stamp (`updatedAt`) is never before the death's,
+   * whatever the clocks: the index revives a death stamped at or before it (revive.lua).
+   */
   replay(tenant: string, id: string, runAt: number, shard: number, now: number) {
-    return this.apply("replay", tenant, id, isDead, {
-      set: { status: "scheduled", attempts: 0, runAt, pshard: String(shard), pdue: runAt, updatedAt: now },
+    return this.apply("replay", tenant, id, isDead, now, (at) => ({
+      set: { status: "scheduled", attempts: 0, runAt, pshard: String(shard), pdue: runAt, updatedAt: at },
       remove: ["dtenant", "dkey", "ttl", "finishedAt", "lastError"],
-    });
+    }));
   }
 
   /** A tenant's events, newest first. */
@@ -382,27 +395,18 @@ export class EventJournal {
     };
   }
 
-  private async apply(
+  /** A conditional update of one item, stamped in the item's own order (stamps.ts). */
+  private apply(
     operation: string,
     tenant: string,
     id: string,
     condition: Condition,
-    change: Omit<UpdateSpec, "if">,
+    now: number,
+    change: (at: number) => Omit<UpdateSpec, "if">,
+    strict = false,
   ): Promise<JournalItem> {
-    const key = journalKey(tenant, id);
-    const write = this.doc.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: { pk: key },
-        ...update({ ...change, if: and(exists("pk"), condition) }),
-        ReturnValues: "ALL_NEW",
-        ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-      }),
-    );
-    const { Attributes } = await onConditionFailed(write, (existing: JournalItem | undefined) => {
-      throw new JournalConditionError(operation, key, existing);
-    });
-    return Attributes as JournalItem;
+    const write = { table: this.table, operation, key: journalKey(tenant, id), condition, now, strict };
+    return stampedUpdate(this.doc, write, change);
   }
 
   private expiry(now: number): number {

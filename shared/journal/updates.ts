@@ -1,4 +1,4 @@
-import { and, type Condition, equals, lessThan, notExists, oneOf, or } from "../dynamo/conditions.ts";
+import { and, atMost, type Condition, equals, lessThan, notExists, oneOf, or } from "../dynamo/conditions.ts";
 
 /** The journal's conditions, by what they mean: each write reads as "if pending, set these, remove those". */
 
@@ -12,3 +12,11 @@ export function olderThan(version: number): Condition {
 
 /** The event is a dead letter. */
 export const isDead: Condition = equals("status", "dead");
+
+/**
+ * The item's last stamp is at most `at` (`strict`: before it), so its stamps never go back
+ * (see stamps.ts). A death is strict: it must come after every stamp a reader saw before it.
+ */
+export function stampedFrom(at: number, strict: boolean): Condition {
+  return or(notExists("updatedAt"), strict ? lessThan("updatedAt", at) : atMost("updatedAt", at));
+}
