@@ -414,8 +414,10 @@ export class RedisIndex {
 
   /**
    * Schedules dead letters again with their attempts reset. An entry that died after `diedBefore`
-   * is left dead (STALE): the journal read that asked for it predates that death. With `direct`,
-   * one due within its window is leased on the spot: DISPATCHED means the caller must send it.
+   * (the replayed journal item's `updatedAt`) is left dead (STALE): the journal read that asked for
+   * it predates that death. Both are journal stamps, ordered by the journal whatever the clocks
+   * (revive.lua). With `direct`, one due within its window is leased on the spot: DISPATCHED means
+   * the caller must send it.
    */
   async reviveMany(
     entries: readonly { member: string; runAt: number; diedBefore: number }[],

@@ -337,7 +337,8 @@ export class EventService {
     );
     const finishing = !written;
     const revived = await index.revive(member, indexRunAt(item.runAt), {
-      // Only an index entry that died before the journal's replay is revived by it.
+      // Only an index entry that died at or before the journal's replay is revived by it: both
+      // are the journal's stamps (the replay's is never before the death it replaced), not clocks.
       diedBefore: item.updatedAt,
       direct: {
         now,

@@ -8,7 +8,7 @@ import { REDIS_TIME, type StartResult, type TransitionResult } from "../engine/r
 import { describeError } from "../errors.ts";
 import { DependencyUnavailableError, NonRetryableError } from "../handlers/errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
-import { payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
+import { type JournalItem, payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
 import type { Admission, AdmitRequest } from "../limits/flow-control.ts";
 import type { DispatchMessage } from "../model/message.ts";
 import { parseOccurrenceId } from "../model/occurrence-id.ts";
@@ -488,21 +488,24 @@ export class Worker {
         ...(refund && { givenBack: true }),
       };
     }
-    if (
-      journal &&
-      !(await this.recorded(
+    // The death as the journal stamped it, after every earlier write of the event whatever this
+    // worker's clock says: the index keeps it at that stamp, so a replay compares its own stamp
+    // with the journal's order, not with this clock (revive.lua).
+    let diedAt = endedAt;
+    if (journal) {
+      const recorded = await this.recorded(
         () => journal.markDead(done.tenant, done.id, done.attempt, reason, endedAt),
         done,
-      ))
-    ) {
-      return alreadyFinished(done);
+      );
+      if (!recorded) return alreadyFinished(done);
+      diedAt = recorded.finishedAt ?? endedAt;
+      notify(this.deps, "dead", { ...done, type: body.type, error: reason });
     }
-    if (journal) notify(this.deps, "dead", { ...done, type: body.type, error: reason });
-    const buried = await index.bury(done.message, endedAt);
+    const buried = await index.bury(done.message, diedAt);
     if (!journal && buried.code === ScriptCode.OK)
       notify(this.deps, "dead", { ...done, type: body.type, error: reason });
     if (journal || buried.code === ScriptCode.OK)
-      await this.callBack(body, "dead", { ...done, error: reason, finishedAt: endedAt });
+      await this.callBack(body, "dead", { ...done, error: reason, finishedAt: diedAt });
     logger.error("event dead-lettered", { id: done.id, attempt: done.attempt, error: reason });
     return { outcome: "dead", reason, attempt: done.attempt, lateMs: done.lateMs };
   }
@@ -536,19 +539,19 @@ export class Worker {
   private events: EventService | undefined;
 
   /**
-   * Runs a journal transition. False when the journal says the event already finished (a
-   * duplicate run after a lost ack): the index entry is then dropped to match the journal.
+   * Runs a journal transition; returns the item as written. Undefined when the journal says the
+   * event already finished (a duplicate run after a lost ack): the index entry is then dropped to
+   * match the journal.
    */
-  private async recorded(write: () => Promise<unknown>, done: Done): Promise<boolean> {
+  private async recorded(write: () => Promise<JournalItem>, done: Done): Promise<JournalItem | undefined> {
     try {
-      await write();
-      return true;
+      return await write();
     } catch (error) {
       if (!(error instanceof JournalConditionError)) throw error;
       const status = error.existing?.status;
       if (status && TERMINAL_STATUSES.includes(status)) {
         await this.deps.index.forget(done.message.member, status as "succeeded" | "cancelled" | "dead");
-        return false;
+        return undefined;
       }
       throw error;
     }

@@ -8,15 +8,22 @@
   index still says dead; whoever sees that revives the entry. `diedBefore` guards against a stale
   journal read: an entry that died after the journal's replay (a later death) is left dead.
 
+  Both stamps compared here are the journal's, never two clocks: `diedBefore` is the `updatedAt`
+  of the pending item the caller read, and an entry's score in K.dead is the `finishedAt` the
+  journal recorded for its death (the worker buries at that stamp). The journal orders an item's
+  stamps itself (shared/journal/stamps.ts): a replay is stamped no earlier than the death it
+  replaced, and a death strictly after every earlier write of its event, whatever the writers'
+  clocks say. So the death a replay saw is at or before its stamp, and a later one after it.
+
   KEYS  K.due  K.tenants  K.leased  K.dead  K.body  K.meta  K.stats   (declared by name in scripts.ts)
   ARGV[1] now (ms)   ARGV[2] dispatchUntil (ms; 0: never claim on the spot)   ARGV[3] dispatch lease (ms)
-  ARGV[4..] triples: member, runAt (ms), diedBefore (ms; 0: no guard)
+  ARGV[4..] triples: member, runAt (ms), diedBefore (the replayed item's journal stamp, ms; 0: no guard)
 
   Returns three fields per event, in order:
     0, "", ""          OK: waiting in `due`
     2, 0, gen          DISPATCHED: leased with this gen; the caller must send it
     8, status, ""      CONFLICT: not dead ("unreadable" when its meta cannot be read); nothing changed
-    5, "dead", ""      STALE: it died at or after `diedBefore`; nothing changed
+    5, "dead", ""      STALE: it died after `diedBefore`; nothing changed
     4, "", ""          NOT_FOUND
 ]]
 -- @include state
