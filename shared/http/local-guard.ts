@@ -7,8 +7,10 @@ import { problem, sendProblem } from "./problem.ts";
  * 127.0.0.1, or rebind its own DNS name to 127.0.0.1 and read the answers. So:
  * - a request whose `Host` is not a loopback name or one configured in HOURGLASS_ALLOWED_HOSTS is
  *   refused (DNS rebinding: the attacker's name is in `Host`);
- * - a state-changing request that carries a cross-site `Origin` is refused (a form or fetch from
- *   another site; browsers always send Origin on those). Command-line clients send no Origin.
+ * - a state-changing request whose `Origin` is not this server's own origin is refused (a form or
+ *   fetch from another site; browsers always send Origin on those). The port counts: another
+ *   program's page on `http://127.0.0.1:5173` is another origin, as browsers see it, and no more
+ *   trusted than any site. Command-line clients send no Origin.
  * On AWS, API Gateway fronts the function and IAM authorizes every call, so this is local only.
  */
 export function localRequestGuard(allowedHosts: readonly string[]): MiddlewareHandler {
@@ -30,24 +32,35 @@ export function localRequestGuard(allowedHosts: readonly string[]): MiddlewareHa
       );
     }
     const origin = c.req.header("origin");
-    if (origin !== undefined && !["GET", "HEAD", "OPTIONS"].includes(c.req.method)) {
-      let originHost: string | undefined;
-      try {
-        originHost = new URL(origin).host;
-      } catch {
-        originHost = undefined;
-      }
-      if (!originHost || !allowed(originHost)) {
-        return sendProblem(
-          c,
-          problem("cross-site", "Cross-site requests are refused", 403, {
-            detail: "a state-changing request came from a page of another site",
-          }),
-        );
-      }
+    if (
+      origin !== undefined &&
+      !["GET", "HEAD", "OPTIONS"].includes(c.req.method) &&
+      !sameOrigin(origin, host)
+    ) {
+      return sendProblem(
+        c,
+        problem("cross-site", "Cross-site requests are refused", 403, {
+          detail: "a state-changing request came from a page of another origin",
+        }),
+      );
     }
     return next();
   };
+}
+
+/**
+ * True when `origin` is the origin the request was sent to: the same host and port as `Host`
+ * (a default port written out or left implicit compares equal). `null` and unparsable origins are
+ * never the same.
+ */
+function sameOrigin(origin: string, host: string): boolean {
+  try {
+    const from = new URL(origin);
+    if (from.protocol !== "http:" && from.protocol !== "https:") return false;
+    return from.host === new URL(`${from.protocol}//${host}`).host;
+  } catch {
+    return false;
+  }
 }
 
 /** `example.com:3000` → `example.com`, `[::1]:3000` → `::1`. */

@@ -44,7 +44,7 @@ describe("the unauthenticated local API (issue 9)", () => {
     expect((await app.request(url, post({ origin: "https://evil.example" }))).status).toBe(403);
     expect((await app.request(url, post({ origin: "null" }))).status).toBe(403);
     // Same-site pages and command-line clients (no Origin) reach the route.
-    expect((await app.request(url, post({ origin: "http://localhost:3000" }))).status).not.toBe(403);
+    expect((await app.request(url, post({ origin: "http://127.0.0.1:3000" }))).status).not.toBe(403);
     expect((await app.request(url, post({}))).status).not.toBe(403);
   });
 
