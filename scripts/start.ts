@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serve } from "@hono/node-server";
 import { handlers } from "../functions/handlers.ts";
@@ -41,6 +41,11 @@ try {
   say(`${error.variable}: ${error.reason} (nothing was started)`);
   process.exit(2);
 }
+
+// The worker processes read the webhook master secret from the data dir, as this process did
+// (shared/local/webhook-secret.ts): an absolute path keeps them on the same file whatever their
+// working directory, so every process signs with the keys GET /v1/webhook-secret hands out.
+process.env.HOURGLASS_DATA_DIR = resolve(config.local.dataDir);
 
 const boot = new ConsoleLogger(config.logLevel);
 let stack: RunningStack | undefined;

@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
 import { z } from "zod";
+import { LocalWebhookSecretError, localWebhookSecret } from "./local/webhook-secret.ts";
 
 /**
  * Every setting Hourglass reads from the environment, validated in one place.
@@ -366,9 +367,6 @@ export interface HourglassConfig {
   };
 }
 
-/** The secret that signs webhooks in local mode when none is configured; AWS mode requires one. */
-export const LOCAL_WEBHOOK_SECRET = "hourglass-local-development-secret";
-
 /**
  * Reads and validates the configuration. A bad or missing value fails with the variable's name.
  * `overrides` lets tests and the local runner set values without touching `process.env`.
@@ -481,7 +479,9 @@ export function loadConfig(
               sqs: e.HOURGLASS_SQS_PORT,
             })
           : new Set<number>(),
-      secret: e.HOURGLASS_WEBHOOK_SECRET ?? (mode === "local" ? LOCAL_WEBHOOK_SECRET : undefined),
+      // Locally without one, the data dir's own random secret: never a constant anyone can know.
+      secret:
+        e.HOURGLASS_WEBHOOK_SECRET ?? (mode === "local" ? dataDirSecret(e.HOURGLASS_DATA_DIR) : undefined),
       timeoutMs: e.HOURGLASS_WEBHOOK_TIMEOUT_MS,
       requestsPerOrigin: e.HOURGLASS_WEBHOOK_REQUESTS_PER_ORIGIN,
     },
@@ -522,6 +522,19 @@ export function loadConfig(
       outcomeTrailMs: e.HOURGLASS_LOCAL_OUTCOME_TRAIL_MS,
     },
   };
+}
+
+/** The data dir's webhook master secret (made on first use), failing with the variable to fix. */
+function dataDirSecret(dataDir: string): string {
+  try {
+    return localWebhookSecret(dataDir);
+  } catch (error) {
+    if (!(error instanceof LocalWebhookSecretError)) throw error;
+    throw new ConfigError(
+      "HOURGLASS_WEBHOOK_SECRET",
+      `not set, and the data dir's secret is unusable: ${error.message}`,
+    );
+  }
 }
 
 /**
