@@ -1,7 +1,8 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { LocalStackError } from "./errors.ts";
 
 /**
@@ -43,11 +44,20 @@ export function ensureDynamoDbLocalJar(cacheDir: string): string {
   return home;
 }
 
-export function dynamoDbLocalArgs(home: string, port: number, dbPath: string | undefined): string[] {
+/**
+ * The `java` arguments that run DynamoDB Local on `port`. With `launcher` (the folder that
+ * `ensureLoopbackLauncher` compiled) it listens on 127.0.0.1 only; without it, on every interface.
+ */
+export function dynamoDbLocalArgs(
+  home: string,
+  port: number,
+  dbPath: string | undefined,
+  launcher?: string,
+): string[] {
+  const jar = join(home, "DynamoDBLocal.jar");
   return [
     `-Djava.library.path=${join(home, "DynamoDBLocal_lib")}`,
-    "-jar",
-    join(home, "DynamoDBLocal.jar"),
+    ...(launcher ? ["-cp", classPath(home, launcher), LAUNCHER_CLASS] : ["-jar", jar]),
     // Without -sharedDb every access key and region sees its own tables.
     "-sharedDb",
     "-disableTelemetry",
@@ -55,4 +65,51 @@ export function dynamoDbLocalArgs(home: string, port: number, dbPath: string | u
     String(port),
     ...(dbPath ? ["-dbPath", dbPath] : ["-inMemory"]),
   ];
+}
+
+const LAUNCHER_CLASS = "LoopbackDynamoDbLocal";
+const LAUNCHER_SOURCE = fileURLToPath(new URL(`./${LAUNCHER_CLASS}.java`, import.meta.url));
+
+function classPath(home: string, launcher: string): string {
+  return [launcher, join(home, "DynamoDBLocal.jar"), join(home, "DynamoDBLocal_lib", "*")].join(delimiter);
+}
+
+/**
+ * Compiles LoopbackDynamoDbLocal.java against the jar, once per version of the source, into
+ * `cacheDir`, and returns its folder; undefined where there is no `javac` (a JRE without the JDK),
+ * and the caller then runs the jar as it is, on every interface, and says so. A compile that fails
+ * where javac exists is an error: starting the jar open to the network instead would hide it.
+ */
+export function ensureLoopbackLauncher(home: string, cacheDir: string): string | undefined {
+  const source = readFileSync(LAUNCHER_SOURCE);
+  const version = createHash("sha256").update(source).digest("hex").slice(0, 12);
+  const dir = join(cacheDir, `dynamodb-local-loopback-${version}`);
+  if (existsSync(join(dir, `${LAUNCHER_CLASS}.class`))) return dir;
+  if (spawnSync("javac", ["-version"]).error) return undefined;
+  // Compiled into a folder of its own, then renamed into place: two stacks starting at once never
+  // see a half-written class, and the loser's rename fails harmlessly.
+  const work = `${dir}.${process.pid}.tmp`;
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  try {
+    const compiled = spawnSync(
+      "javac",
+      ["-nowarn", "-cp", classPath(home, work), "-d", work, LAUNCHER_SOURCE],
+      { encoding: "utf8" },
+    );
+    if (compiled.status !== 0) {
+      throw new LocalStackError(
+        "dynamodb",
+        `could not compile the loopback launcher for DynamoDB Local: ${(compiled.stderr || compiled.stdout).trim()}`,
+      );
+    }
+    try {
+      renameSync(work, dir);
+    } catch (error) {
+      if (!existsSync(join(dir, `${LAUNCHER_CLASS}.class`))) throw error;
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  return dir;
 }

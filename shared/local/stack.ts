@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
 import { ListQueuesCommand, SQSClient } from "@aws-sdk/client-sqs";
-import { dynamoDbLocalArgs, ensureDynamoDbLocalJar } from "./dynamodb-local.ts";
+import { dynamoDbLocalArgs, ensureDynamoDbLocalJar, ensureLoopbackLauncher } from "./dynamodb-local.ts";
 import { LocalStackError } from "./errors.ts";
 
 export interface LocalStackOptions {
@@ -76,9 +76,16 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       log(`dynamodb: reusing ${dynamoEndpoint}`);
     } else {
       const cacheDir = resolve(options.cacheDir ?? join(".hourglass", "cache"));
-      stoppers.push({ name: "dynamodb", stop: startDynamoDbLocal(dynamoPort, dataDir, cacheDir, persist) });
+      const dynamo = startDynamoDbLocal(dynamoPort, dataDir, cacheDir, persist);
+      stoppers.push({ name: "dynamodb", stop: dynamo.stop });
       await waitFor("dynamodb", () => dynamoAnswers(dynamoEndpoint), 60_000, dataDir);
-      log(`dynamodb: DynamoDB Local started on port ${dynamoPort}`);
+      log(
+        dynamo.loopbackOnly
+          ? `dynamodb: DynamoDB Local started on 127.0.0.1:${dynamoPort}`
+          : `dynamodb: DynamoDB Local started on port ${dynamoPort} on EVERY network interface: no javac here ` +
+              "to build its loopback launcher, so other hosts can read and write every table. Install a JDK " +
+              "(apt-get install -y default-jdk-headless), or firewall the port.",
+      );
     }
 
     const sqsEndpoint = `http://127.0.0.1:${sqsPort}`;
@@ -132,21 +139,29 @@ async function startRedis(port: number, dataDir: string, persist: boolean): Prom
   return stopper(launch("redis-server", args, join(dataDir, "logs", "redis.log")));
 }
 
+/**
+ * DynamoDB Local through its loopback launcher (shared/local/LoopbackDynamoDbLocal.java), so that
+ * it listens on 127.0.0.1 only like the other stand-ins; the jar alone has no bind flag and listens
+ * on every interface, which is the fallback where no JDK can compile the launcher.
+ */
 function startDynamoDbLocal(
   port: number,
   dataDir: string,
   cacheDir: string,
   persist: boolean,
-): () => Promise<void> {
+): { stop: () => Promise<void>; loopbackOnly: boolean } {
   if (spawnSync("java", ["-version"]).error) {
     throw new LocalStackError("dynamodb", "java is not installed; DynamoDB Local needs Java 17 or newer");
   }
   const home = ensureDynamoDbLocalJar(cacheDir);
+  const launcher = ensureLoopbackLauncher(home, cacheDir);
   const dbPath = persist ? join(dataDir, "dynamodb") : undefined;
   if (dbPath) mkdirSync(dbPath, { recursive: true });
-  return stopper(
-    launch("java", dynamoDbLocalArgs(home, port, dbPath), join(dataDir, "logs", "dynamodb.log")),
-  );
+  const args = dynamoDbLocalArgs(home, port, dbPath, launcher);
+  return {
+    stop: stopper(launch("java", args, join(dataDir, "logs", "dynamodb.log"))),
+    loopbackOnly: launcher !== undefined,
+  };
 }
 
 /**
