@@ -84,7 +84,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           ? `dynamodb: DynamoDB Local started on 127.0.0.1:${dynamoPort}`
           : `dynamodb: DynamoDB Local started on port ${dynamoPort} on EVERY network interface: no javac here ` +
               "to build its loopback launcher, so other hosts can read and write every table. Install a JDK " +
-              "(apt-get install -y default-jdk-headless), or firewall the port.",
+              "(apt-get install -y openjdk-17-jdk-headless), or firewall the port.",
       );
     }
 
