@@ -1,7 +1,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
-import { delimiter, join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LocalStackError } from "./errors.ts";
 
@@ -45,14 +45,15 @@ export function ensureDynamoDbLocalJar(cacheDir: string): string {
 }
 
 /**
- * The `java` arguments that run DynamoDB Local on `port`. With `launcher` (the folder that
- * `ensureLoopbackLauncher` compiled) it listens on 127.0.0.1 only; without it, on every interface.
+ * The `java` arguments that run DynamoDB Local on `port`: through the loopback launcher (compiled
+ * on first use, see `ensureLoopbackLauncher`), so it listens on 127.0.0.1 only, wherever a JDK can
+ * build it; otherwise the jar itself, on every interface.
  */
 export function dynamoDbLocalArgs(
   home: string,
   port: number,
   dbPath: string | undefined,
-  launcher?: string,
+  launcher: string | undefined = ensureLoopbackLauncher(home),
 ): string[] {
   const jar = join(home, "DynamoDBLocal.jar");
   return [
@@ -75,15 +76,15 @@ function classPath(home: string, launcher: string): string {
 }
 
 /**
- * Compiles LoopbackDynamoDbLocal.java against the jar, once per version of the source, into
- * `cacheDir`, and returns its folder; undefined where there is no `javac` (a JRE without the JDK),
+ * Compiles LoopbackDynamoDbLocal.java against the jar in `home`, once per version of the source,
+ * into the cache folder beside it, and returns its folder; undefined where there is no `javac` (a JRE without the JDK),
  * and the caller then runs the jar as it is, on every interface, and says so. A compile that fails
  * where javac exists is an error: starting the jar open to the network instead would hide it.
  */
-export function ensureLoopbackLauncher(home: string, cacheDir: string): string | undefined {
+export function ensureLoopbackLauncher(home: string): string | undefined {
   const source = readFileSync(LAUNCHER_SOURCE);
   const version = createHash("sha256").update(source).digest("hex").slice(0, 12);
-  const dir = join(cacheDir, `dynamodb-local-loopback-${version}`);
+  const dir = join(dirname(home), `dynamodb-local-loopback-${version}`);
   if (existsSync(join(dir, `${LAUNCHER_CLASS}.class`))) return dir;
   if (spawnSync("javac", ["-version"]).error) return undefined;
   // Compiled into a folder of its own, then renamed into place: two stacks starting at once never

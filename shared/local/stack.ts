@@ -154,7 +154,7 @@ function startDynamoDbLocal(
     throw new LocalStackError("dynamodb", "java is not installed; DynamoDB Local needs Java 17 or newer");
   }
   const home = ensureDynamoDbLocalJar(cacheDir);
-  const launcher = ensureLoopbackLauncher(home, cacheDir);
+  const launcher = ensureLoopbackLauncher(home);
   const dbPath = persist ? join(dataDir, "dynamodb") : undefined;
   if (dbPath) mkdirSync(dbPath, { recursive: true });
   const args = dynamoDbLocalArgs(home, port, dbPath, launcher);
