@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import { secureHeaders } from "hono/secure-headers";
 import type { TenantEnv } from "./tenancy.ts";
 
 const SWAGGER_UI_VERSION = "5.35.0";
@@ -20,8 +21,23 @@ function localAssetsDir(): string | undefined {
   }
 }
 
+/**
+ * The reference page's "Try it out" sends real requests from the API's own origin, so a page of
+ * another site that framed it could click them through (the Origin check passes: the request is
+ * same-origin). It may not be framed, and nothing it serves is sniffed as another type. Its script
+ * policy is left open: the page runs an inline script and, in a Lambda bundle, loads from a CDN.
+ */
+const docsHeaders = secureHeaders({
+  contentSecurityPolicy: { frameAncestors: ["'none'"] },
+  xFrameOptions: "DENY",
+  xContentTypeOptions: "nosniff",
+  strictTransportSecurity: false,
+});
+
 /** `/docs`: a readable reference of the API, rendered by Swagger UI from `/openapi.json`. */
 export function mountDocs(app: OpenAPIHono<TenantEnv>): void {
+  app.use("/docs", docsHeaders);
+  app.use("/docs/*", docsHeaders);
   const local = localAssetsDir();
   const base = local ? "/docs/assets" : `https://cdn.jsdelivr.net/npm/swagger-ui-dist@${SWAGGER_UI_VERSION}`;
   // `/` and `/docs/` are where people look first. The page loads `openapi.json` relative to itself,

@@ -56,3 +56,16 @@ describe.each(Object.entries(servers))("/dashboard on %s (issue 33, finding 13)"
     },
   );
 });
+
+describe("/docs on the local API", () => {
+  it("cannot be framed (its Try it out sends same-origin requests) or sniffed", async () => {
+    const app = localApp();
+    for (const path of ["/docs", "/docs/assets/swagger-ui.css"]) {
+      const response = await app.request(`${ORIGIN}${path}`, { headers: { host: "127.0.0.1:4999" } });
+      expect(response.status, path).toBe(200);
+      expect(response.headers.get("x-frame-options"), path).toBe("DENY");
+      expect(response.headers.get("x-content-type-options"), path).toBe("nosniff");
+      expect(response.headers.get("content-security-policy"), path).toContain("frame-ancestors 'none'");
+    }
+  });
+});
