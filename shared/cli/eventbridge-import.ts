@@ -8,7 +8,7 @@ import {
 } from "@aws-sdk/client-scheduler";
 import { SingleBar } from "cli-progress";
 import { HourglassApiError, type HourglassClient } from "../client/client.ts";
-import { type MappingOptions, mapSchedule } from "../schedules/eventbridge.ts";
+import { hourglassOwnSchedule, type MappingOptions, mapSchedule } from "../schedules/eventbridge.ts";
 
 export interface ImportOptions extends MappingOptions {
   readonly group?: string | undefined;
@@ -23,9 +23,10 @@ export interface ImportOptions extends MappingOptions {
 export interface ImportRow {
   readonly source: string;
   readonly id?: string | undefined;
-  readonly mapping: "mapped" | "changed" | "refused";
+  /** `skipped`: a schedule of an Hourglass deployment itself (its dispatcher's), never imported. */
+  readonly mapping: "mapped" | "changed" | "refused" | "skipped";
   /** What happened in Hourglass. */
-  readonly result: "created" | "existing" | "would create" | "refused" | "conflict" | "failed";
+  readonly result: "created" | "existing" | "would create" | "refused" | "conflict" | "failed" | "skipped";
   readonly disabled: boolean;
   readonly notes: string[];
 }
@@ -83,6 +84,8 @@ async function importOne(
   started: number,
 ): Promise<ImportRow> {
   const name = `${source.GroupName ?? "default"}/${source.Name}`;
+  const own = hourglassOwnSchedule(source);
+  if (own) return { source: name, mapping: "skipped", result: "skipped", disabled: false, notes: [own] };
   const mapping = mapSchedule(source, options);
   if (mapping.outcome === "refused") {
     return { source: name, mapping: "refused", result: "refused", disabled: false, notes: mapping.notes };

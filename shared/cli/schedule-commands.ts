@@ -75,7 +75,7 @@ function importTable(rows: readonly ImportRow[]): string {
       r.notes.join("; ").slice(0, 80),
     ]);
   }
-  const totals = ["mapped", "changed", "refused"].map(
+  const totals = ["mapped", "changed", "refused", "skipped"].map(
     (m) => `${m} ${rows.filter((r) => r.mapping === m).length}`,
   );
   return `${rows.length === 0 ? "(no schedules)" : table.toString()}\n${totals.join(", ")}`;

@@ -19,6 +19,28 @@ export interface MappingOptions {
 
 class Unmappable extends Error {}
 
+/** How the construct describes the dispatcher's schedule (infra/construct/compute.ts). */
+export const DISPATCH_SCHEDULE_DESCRIPTION =
+  "Hourglass dispatcher: moves events that are almost due to the work queue";
+/**
+ * The name CloudFormation gives a schedule the construct left unnamed: `<stack>-<logical id>-<suffix>`,
+ * the logical id ending in the construct path's 8-character hash (`HourglassDispatchScheduleA1B2C3D4`).
+ */
+const DISPATCH_SCHEDULE_NAME = /DispatchSchedule[0-9A-F]{8}(?:-|$)/;
+
+/**
+ * Why a schedule is part of an Hourglass deployment (its dispatcher's minute tick), or undefined.
+ * Such a schedule is Hourglass's machinery, not work to move: imported, it would invoke the
+ * dispatcher as an event type, and `--disable-source` would switch the deployment's dispatcher off.
+ */
+export function hourglassOwnSchedule(source: GetScheduleCommandOutput): string | undefined {
+  if (source.Description === DISPATCH_SCHEDULE_DESCRIPTION)
+    return "the dispatcher schedule of an Hourglass deployment (by its description): skipped";
+  if (DISPATCH_SCHEDULE_NAME.test(source.Name ?? ""))
+    return "the dispatcher schedule of an Hourglass deployment (by its CloudFormation name): skipped";
+  return undefined;
+}
+
 /** EventBridge days of week are 1–7 from Sunday; cron's (and croner's) are 0–6. */
 function shiftWeekdays(field: string): string {
   return field.replace(/\d+/g, (n, offset: number, whole: string) =>

@@ -9,7 +9,7 @@ import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { disabledCopy, importFromEventBridge } from "../../shared/cli/eventbridge-import.ts";
 import { HourglassApiError, type HourglassClient, type ScheduleBody } from "../../shared/client/client.ts";
-import { mapSchedule } from "../../shared/schedules/eventbridge.ts";
+import { DISPATCH_SCHEDULE_DESCRIPTION, mapSchedule } from "../../shared/schedules/eventbridge.ts";
 
 const lambdaArn = "arn:aws:lambda:eu-west-1:123456789012:function:Billing_Run";
 
@@ -266,5 +266,49 @@ describe("importFromEventBridge", () => {
     });
     expect(again.map((r) => r.result)).toEqual(["existing"]);
     expect(existing.size).toBe(3);
+  });
+
+  it("skips an Hourglass deployment's own dispatcher schedule, and never disables it", async () => {
+    const dispatcherArn =
+      "arn:aws:lambda:eu-west-1:123456789012:function:Hourglass-HourglassDispatcherFunction0FD9-AbC123";
+    const own: Record<string, GetScheduleCommandOutput> = {
+      // As the construct deploys it: unnamed, so CloudFormation names it after the logical id.
+      "default/Hourglass-HourglassDispatchSchedule1A2B3C4D-x7Yz9": {
+        ...source("rate(1 minute)"),
+        Name: "Hourglass-HourglassDispatchSchedule1A2B3C4D-x7Yz9",
+        Description: DISPATCH_SCHEDULE_DESCRIPTION,
+        Target: { Arn: dispatcherArn, RoleArn: "arn:aws:iam::123456789012:role/schedule" },
+      },
+      // A deployment whose description was changed by hand is still known by its name.
+      "default/Staging-OpsDispatchScheduleFFEE0011-q1": {
+        ...source("rate(1 minute)"),
+        Name: "Staging-OpsDispatchScheduleFFEE0011-q1",
+        Target: { Arn: dispatcherArn, RoleArn: "arn:aws:iam::123456789012:role/schedule" },
+      },
+      // The user's own schedule that happens to mention dispatch is imported as usual.
+      "default/dispatch-report": { ...source("rate(1 day)"), Name: "dispatch-report" },
+    };
+    scheduler.reset();
+    scheduler.on(ListSchedulesCommand).resolves({
+      Schedules: Object.keys(own).map((key) => ({ Name: key.split("/")[1], GroupName: "default" })),
+    });
+    scheduler
+      .on(GetScheduleCommand)
+      .callsFake((input: { Name: string; GroupName: string }) => own[`${input.GroupName}/${input.Name}`]);
+    scheduler.on(UpdateScheduleCommand).resolves({ ScheduleArn: "arn" });
+    const rows = await importFromEventBridge(scheduler as unknown as SchedulerClient, hourglass, {
+      dryRun: false,
+      disableSource: true,
+      progress: false,
+    });
+    expect(rows.map((r) => [r.source, r.mapping, r.result, r.disabled])).toEqual([
+      ["default/Hourglass-HourglassDispatchSchedule1A2B3C4D-x7Yz9", "skipped", "skipped", false],
+      ["default/Staging-OpsDispatchScheduleFFEE0011-q1", "skipped", "skipped", false],
+      ["default/dispatch-report", "mapped", "created", true],
+    ]);
+    expect(rows[0]!.notes.join()).toMatch(/dispatcher schedule of an Hourglass deployment/);
+    expect([...existing.keys()]).toEqual(["dispatch-report"]);
+    const disabled = scheduler.commandCalls(UpdateScheduleCommand).map((c) => c.args[0].input.Name);
+    expect(disabled).toEqual(["dispatch-report"]);
   });
 });
