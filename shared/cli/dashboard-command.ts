@@ -28,13 +28,17 @@ export function addDashboardCommand(root: Command): void {
     .option("--port <port>", "local port (0 picks a free one)", port, 4000)
     .action(async (options: { port: number }, command: Command) => {
       // Loaded here, not at the top: every other command starts faster without a server in it.
-      const [{ serve }, { dashboardProxy }, { sigV4Signer }] = await Promise.all([
+      const [{ serve }, { dashboardProxy }, { sigV4Signer }, { resolveSigningRegion }] = await Promise.all([
         import("@hono/node-server"),
         import("../dashboard/proxy.ts"),
         import("../client/sigv4.ts"),
+        import("../client/signing-region.ts"),
       ]);
       const globals = command.optsWithGlobals<Globals>();
-      const sign = globals.sigv4 ? sigV4Signer(globals.region ? { region: globals.region } : {}) : undefined;
+      // Found before the page is served: without a region every call it makes would fail.
+      const sign = globals.sigv4
+        ? sigV4Signer({ region: await resolveSigningRegion(globals.url, globals.region) })
+        : undefined;
       // The proxy needs its own origin, known only once the port is bound (--port 0).
       let app: Hono | undefined;
       const server = serve({

@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { TimeoutError } from "ky";
 import ms from "ms";
 import { type EventBody, HourglassApiError, HourglassClient } from "../client/client.ts";
+import { SigningRegionError } from "../client/signing-region.ts";
 import { addDashboardCommand } from "./dashboard-command.ts";
 import { importEvents } from "./import.ts";
 import { addLedgerCommands } from "./ledger-commands.ts";
@@ -80,7 +81,11 @@ export function program(): Command {
     )
     .addOption(new Option("--token <token>", "bearer token").env("HOURGLASS_TOKEN"))
     .option("--sigv4", "sign requests with AWS SigV4 (API Gateway IAM auth)")
-    .addOption(new Option("--region <region>", "AWS region for --sigv4").env("AWS_REGION"))
+    // No .env(AWS_REGION): an execute-api URL's own region must decide over it (signing-region.ts).
+    .option(
+      "--region <region>",
+      "AWS region for --sigv4 (default: the execute-api URL's, else AWS_REGION, AWS_DEFAULT_REGION, the profile's)",
+    )
     .option("--json", "print JSON, for scripts")
     .showHelpAfterError()
     .showSuggestionAfterError();
@@ -268,7 +273,7 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = 1;
       return;
     }
-    if (error instanceof InvalidArgumentError) {
+    if (error instanceof InvalidArgumentError || error instanceof SigningRegionError) {
       process.stderr.write(`hourglass: ${error.message}\n`);
       process.exitCode = 2;
       return;
