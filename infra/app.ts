@@ -6,7 +6,8 @@ import { HourglassStack } from "./stacks/hourglass-stack.ts";
 /**
  * `cdk deploy` entry point. Context (`-c name=value`, see docs/deploy.md): `production=false` for
  * a throwaway environment, `egress=nat-gateway-per-az|nat-gateway|none`, `profile=lean`,
- * `cache=serverless`, `apiKeys=true`, `webhookAllowPrivate=true`, `redisUrl=...`,
+ * `cache=serverless`, `apiKeys=true`, `apiGatewayCloudWatchRole=true` (this stack sets the account's
+ * API Gateway logging role), `webhookAllowPrivate=true`, `redisUrl=...`,
  * `dispatcherReservedConcurrency=1|none`, `admins=ARN[,ARN…]` (roles that may call the admin routes
  * and run `hourglass status|pause|resume --aws`), and
  * `localstack=true` (an EventBridge rule drives the dispatcher: LocalStack's Scheduler never fires).
@@ -32,6 +33,7 @@ const profile = choice<Profile>("profile", ["standard", "lean"]);
 const hourglass: HourglassProps = {
   production: flag("production", true),
   apiKeys: flag("apiKeys", false),
+  apiGatewayCloudWatchRole: flag("apiGatewayCloudWatchRole", false),
   webhookAllowPrivate: flag("webhookAllowPrivate", false),
   dispatchTrigger: flag("localstack", false) ? "events-rule" : "scheduler",
   ...(egress && { egress }),

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { Duration } from "aws-cdk-lib";
+import { Duration, RemovalPolicy } from "aws-cdk-lib";
 import * as apigateway from "aws-cdk-lib/aws-apigateway";
 import * as apigwv2 from "aws-cdk-lib/aws-apigatewayv2";
 import { HttpIamAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
@@ -12,14 +12,16 @@ import * as iam from "aws-cdk-lib/aws-iam";
 import * as lambda from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import * as nodejs from "aws-cdk-lib/aws-lambda-nodejs";
-import * as logs from "aws-cdk-lib/aws-logs";
 import * as scheduler from "aws-cdk-lib/aws-scheduler";
 import * as targets from "aws-cdk-lib/aws-scheduler-targets";
 import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import * as sqs from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { WORK_QUEUE } from "../../shared/resources.ts";
+import { DISPATCH_SCHEDULE_DESCRIPTION } from "../../shared/schedules/eventbridge.ts";
+import { functionBundling, RUNTIME } from "./bundling.ts";
 import { FUNCTION_DEFAULTS, type FunctionEnvironment, type FunctionRole } from "./defaults.ts";
+import { createLogGroup, type LogSettings } from "./log-groups.ts";
 import type { HourglassOverrides } from "./props.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -30,7 +32,7 @@ export interface FunctionSettings {
   readonly securityGroup: ec2.SecurityGroup;
   readonly environment: FunctionEnvironment;
   readonly handlersModule: string;
-  readonly logRetention: logs.RetentionDays;
+  readonly logs: LogSettings;
   /** The user's overrides for this function (see `HourglassOverrides`). */
   readonly overrides?: HourglassOverrides["functions"];
   /** Concurrency reserved for this function; none when undefined. */
@@ -57,9 +59,8 @@ export function createQueues(scope: Construct, overrides: HourglassOverrides = {
 }
 
 /**
- * A Lambda function from one of `functions/`: Node.js 24 (the newest Lambda runtime) on arm64, bundled by the project's own
- * esbuild (no Docker) as ESM with source maps, the Lua scripts copied beside the bundle, and the
- * user's handler module swapped in for `@hourglass/handlers`.
+ * A Lambda function from one of `functions/`: `RUNTIME` on arm64, bundled by the project's own
+ * esbuild (no Docker) as `functionBundling` says.
  */
 export function createFunction(
   scope: Construct,
@@ -69,10 +70,10 @@ export function createFunction(
 ): nodejs.NodejsFunction {
   const { environment: extraEnvironment, ...overrides } = settings.overrides ?? {};
   return new nodejs.NodejsFunction(scope, id, {
-    runtime: lambda.Runtime.NODEJS_24_X,
+    runtime: RUNTIME,
     architecture: lambda.Architecture.ARM_64,
     ...FUNCTION_DEFAULTS[entry],
-    logGroup: new logs.LogGroup(scope, `${id}Logs`, { retention: settings.logRetention }),
+    logGroup: createLogGroup(scope, `${id}Logs`, settings.logs),
     tracing: lambda.Tracing.ACTIVE,
     depsLockFilePath: join(ROOT, "package-lock.json"),
     projectRoot: ROOT,
@@ -88,27 +89,11 @@ export function createFunction(
     securityGroups: [settings.securityGroup],
     environment: {
       ...extraEnvironment,
+      // No NODE_OPTIONS of Hourglass's: source maps stay off unless the user's environment turns
+      // them on (see SOURCE_MAPS).
       ...(settings.environment as Record<string, string>),
-      NODE_OPTIONS: "--enable-source-maps",
     },
-    bundling: {
-      format: nodejs.OutputFormat.ESM,
-      target: "node22",
-      sourceMap: true,
-      minify: true,
-      // The pinned SDK of package-lock.json, the one the tests ran, not whatever the runtime carries.
-      bundleAwsSDK: true,
-      mainFields: ["module", "main"],
-      banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-      esbuildArgs: { "--alias:@hourglass/handlers": settings.handlersModule },
-      commandHooks: {
-        beforeBundling: () => [],
-        beforeInstall: () => [],
-        afterBundling: (inputDir: string, outputDir: string) => [
-          `cp -r "${inputDir}/shared/engine/lua" "${outputDir}/lua"`,
-        ],
-      },
-    },
+    bundling: functionBundling(settings.handlersModule),
   });
 }
 
@@ -208,7 +193,7 @@ export function createDispatchSchedule(
   if (trigger === "events-rule") {
     const rule = new events.Rule(scope, "DispatchRule", {
       schedule: events.Schedule.rate(Duration.minutes(1)),
-      description: "Hourglass dispatcher: moves events that are almost due to the work queue",
+      description: DISPATCH_SCHEDULE_DESCRIPTION,
       targets: [
         new eventsTargets.LambdaFunction(dispatcher, {
           retryAttempts: 2,
@@ -221,7 +206,8 @@ export function createDispatchSchedule(
   }
   const schedule = new scheduler.Schedule(scope, "DispatchSchedule", {
     schedule: scheduler.ScheduleExpression.rate(Duration.minutes(1)),
-    description: "Hourglass dispatcher: moves events that are almost due to the work queue",
+    // `hourglass schedules import --from-eventbridge` knows the schedule by it and skips it.
+    description: DISPATCH_SCHEDULE_DESCRIPTION,
     target: new targets.LambdaInvoke(dispatcher, {
       retryAttempts: 2,
       maxEventAge: Duration.minutes(1),
@@ -251,6 +237,12 @@ export function attachWorker(worker: lambda.Function, queue: sqs.IQueue, maxConc
 /**
  * The REST API: IAM authorization on every method (API keys too, when asked), throttling,
  * access logs, and one Lambda proxy behind all routes.
+ *
+ * API Gateway writes a REST API's logs through one role per account and region (its account
+ * setting, `AWS::ApiGateway::Account`), not per API. A stack that sets it replaces whatever another
+ * stack or team set, and CloudFormation gives the setting no owner. So the construct leaves it alone
+ * unless asked (`apiGatewayCloudWatchRole`); when asked, the role is kept when the stack is deleted,
+ * since other APIs in the account may log through it by then.
  */
 export function createApi(
   scope: Construct,
@@ -258,15 +250,19 @@ export function createApi(
   options: {
     apiKeys: boolean;
     throttle: { rateLimit: number; burstLimit: number };
-    logRetention: logs.RetentionDays;
+    /** Each API key's own limit (the usage plan's, which API Gateway applies per key). */
+    keyThrottle: { rateLimit: number; burstLimit: number };
+    logs: LogSettings;
+    cloudWatchRole: boolean;
   },
 ) {
-  const accessLogs = new logs.LogGroup(scope, "ApiAccessLogs", { retention: options.logRetention });
+  const accessLogs = createLogGroup(scope, "ApiAccessLogs", options.logs);
   const api = new apigateway.LambdaRestApi(scope, "Api", {
     handler,
     proxy: true,
     description: "Hourglass API",
-    cloudWatchRole: true,
+    cloudWatchRole: options.cloudWatchRole,
+    ...(options.cloudWatchRole && { cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN }),
     defaultMethodOptions: {
       authorizationType: apigateway.AuthorizationType.IAM,
       apiKeyRequired: options.apiKeys,
@@ -282,14 +278,18 @@ export function createApi(
       metricsEnabled: true,
     },
   });
+  // The stage's limit is shared by every caller; a usage plan's is applied to each API key on its
+  // own. So with a key per tenant, below the stage's limit, no tenant can take all of it.
+  let usagePlan: apigateway.UsagePlan | undefined;
   if (options.apiKeys) {
-    const plan = api.addUsagePlan("UsagePlan", {
-      throttle: options.throttle,
+    usagePlan = api.addUsagePlan("UsagePlan", {
+      description: "Hourglass: each API key's own limit (give each tenant its own key)",
+      throttle: options.keyThrottle,
       apiStages: [{ api, stage: api.deploymentStage }],
     });
-    plan.addApiKey(api.addApiKey("DefaultKey"));
+    usagePlan.addApiKey(api.addApiKey("DefaultKey"));
   }
-  return api;
+  return { api, usagePlan };
 }
 
 /**
@@ -300,9 +300,9 @@ export function createApi(
 export function createHttpApi(
   scope: Construct,
   handler: lambda.IFunction,
-  options: { throttle: { rateLimit: number; burstLimit: number }; logRetention: logs.RetentionDays },
+  options: { throttle: { rateLimit: number; burstLimit: number }; logs: LogSettings },
 ) {
-  const accessLogs = new logs.LogGroup(scope, "ApiAccessLogs", { retention: options.logRetention });
+  const accessLogs = createLogGroup(scope, "ApiAccessLogs", options.logs);
   const api = new apigwv2.HttpApi(scope, "HttpApi", {
     description: "Hourglass API",
     createDefaultStage: false,

@@ -30,7 +30,9 @@ export const DEFAULTS = {
   indexHorizon: Duration.hours(1),
   logRetention: logs.RetentionDays.ONE_MONTH,
   throttle: { rateLimit: 1_000, burstLimit: 2_000 },
+  apiKeyThrottle: { rateLimit: 100, burstLimit: 200 },
   apiKeys: false,
+  apiGatewayCloudWatchRole: false,
   webhookAllowPrivate: false,
   cacheNodeType: "cache.t4g.small",
   handlersModule: join(import.meta.dirname, "..", "..", "functions", "handlers.ts"),
@@ -68,7 +70,9 @@ export interface ResolvedProps {
   readonly indexHorizon: Duration;
   readonly logRetention: logs.RetentionDays;
   readonly throttle: { readonly rateLimit: number; readonly burstLimit: number };
+  readonly apiKeyThrottle: { readonly rateLimit: number; readonly burstLimit: number };
   readonly apiKeys: boolean;
+  readonly apiGatewayCloudWatchRole: boolean;
   readonly webhookAllowPrivate: boolean;
   readonly handlersModule: string;
   readonly handlerFunctions: Readonly<Record<string, lambda.IFunction>>;
@@ -99,7 +103,9 @@ export function resolveProps(props: HourglassProps): ResolvedProps {
     indexHorizon: props.indexHorizon ?? DEFAULTS.indexHorizon,
     logRetention: props.logRetention ?? DEFAULTS.logRetention,
     throttle: props.throttle ?? DEFAULTS.throttle,
+    apiKeyThrottle: props.apiKeyThrottle ?? DEFAULTS.apiKeyThrottle,
     apiKeys: props.apiKeys ?? DEFAULTS.apiKeys,
+    apiGatewayCloudWatchRole: props.apiGatewayCloudWatchRole ?? DEFAULTS.apiGatewayCloudWatchRole,
     webhookAllowPrivate: props.webhookAllowPrivate ?? DEFAULTS.webhookAllowPrivate,
     handlersModule: props.handlersModule ?? DEFAULTS.handlersModule,
     handlerFunctions: props.handlerFunctions ?? {},

@@ -77,6 +77,8 @@ export class Hourglass extends Construct {
   public readonly dispatchRule: events.Rule | undefined;
   /** The REST API (standard profile). */
   public readonly api: apigateway.RestApi | undefined;
+  /** With `apiKeys`: `usagePlan.addApiKey(api.addApiKey("TenantA"))` gives a tenant its own limit. */
+  public readonly usagePlan: apigateway.UsagePlan | undefined;
   /** The HTTP API (lean profile). */
   public readonly httpApi: apigwv2.HttpApi | undefined;
   /** The base URL for the CLI and client (`HOURGLASS_URL`). */
@@ -92,7 +94,8 @@ export class Hourglass extends Construct {
     super(scope, id);
     validateProps(props);
     const resolved = resolveProps(props);
-    const { production, logRetention, lean, redis: redisChoice, overrides } = resolved;
+    const { production, lean, redis: redisChoice, overrides } = resolved;
+    const logSettings = { retention: resolved.logRetention, production };
 
     this.handlerFunctions = resolved.handlerFunctions;
     const handlerFunctions = Object.entries(this.handlerFunctions);
@@ -105,7 +108,7 @@ export class Hourglass extends Construct {
       this.hasInternetEgress = this.egress !== "none";
       this.vpc = createNetwork(this, {
         egress: this.egress,
-        retention: logRetention,
+        logs: logSettings,
         invokesLambda: handlerFunctions.length > 0,
         publishesEvents: props.notifications?.enabled !== false,
         endpointAzs: lean ? 1 : 2,
@@ -237,7 +240,7 @@ export class Hourglass extends Construct {
         subnets,
         securityGroup: this.securityGroups[role],
         handlersModule: resolved.handlersModule,
-        logRetention,
+        logs: logSettings,
         environment: {
           ...environment,
           ...(secrets[role].length > 0 && {
@@ -295,16 +298,19 @@ export class Hourglass extends Construct {
     this.dispatchRule = dispatch.rule;
     const throttle = resolved.throttle;
     if (lean) {
-      const http = createHttpApi(this, this.apiFunction, { throttle, logRetention });
+      const http = createHttpApi(this, this.apiFunction, { throttle, logs: logSettings });
       this.api = undefined;
+      this.usagePlan = undefined;
       this.httpApi = http.api;
       this.apiUrl = http.stage.url;
     } else {
-      this.api = createApi(this, this.apiFunction, {
+      ({ api: this.api, usagePlan: this.usagePlan } = createApi(this, this.apiFunction, {
         apiKeys: resolved.apiKeys,
         throttle,
-        logRetention,
-      });
+        keyThrottle: resolved.apiKeyThrottle,
+        logs: logSettings,
+        cloudWatchRole: resolved.apiGatewayCloudWatchRole,
+      }));
       this.httpApi = undefined;
       this.apiUrl = this.api.url;
     }

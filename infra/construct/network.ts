@@ -1,6 +1,6 @@
 import * as ec2 from "aws-cdk-lib/aws-ec2";
-import * as logs from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
+import { createLogGroup, type LogSettings } from "./log-groups.ts";
 import type { Egress } from "./props.ts";
 
 /**
@@ -13,7 +13,7 @@ export function createNetwork(
   scope: Construct,
   options: {
     egress: Egress;
-    retention: logs.RetentionDays;
+    logs: LogSettings;
     invokesLambda: boolean;
     /** The functions put notifications on an EventBridge bus. */
     publishesEvents: boolean;
@@ -33,9 +33,7 @@ export function createNetwork(
           ],
   });
   vpc.addFlowLog("FlowLog", {
-    destination: ec2.FlowLogDestination.toCloudWatchLogs(
-      new logs.LogGroup(scope, "FlowLogs", { retention: options.retention }),
-    ),
+    destination: ec2.FlowLogDestination.toCloudWatchLogs(createLogGroup(scope, "FlowLogs", options.logs)),
     trafficType: ec2.FlowLogTrafficType.REJECT,
   });
   vpc.addGatewayEndpoint("DynamoDb", { service: ec2.GatewayVpcEndpointAwsService.DYNAMODB });

@@ -140,8 +140,28 @@ export interface HourglassProps {
   readonly handlerFunctions?: Readonly<Record<string, lambda.IFunction>>;
   /** Require an API key (and a usage plan) on every method, on top of IAM (standard profile only). @default false */
   readonly apiKeys?: boolean;
-  /** @default { rateLimit: 1000, burstLimit: 2000 } requests per second */
+  /**
+   * Let this stack set API Gateway's account-wide CloudWatch role (`AWS::ApiGateway::Account`),
+   * through which every REST API of the account and region writes its access and execution logs.
+   * There is one per account and region: a stack that sets it overrides whatever was there. Leave
+   * it off when the account already has one (`aws apigateway get-account --query cloudwatchRoleArn`);
+   * turn it on in one stack only, for an account that has none. The role is kept when the stack is
+   * deleted. The lean profile's HTTP API needs no such role.
+   * @default false
+   */
+  readonly apiGatewayCloudWatchRole?: boolean;
+  /**
+   * The stage's limit, shared by every caller: one tenant alone can use all of it unless each
+   * tenant calls with an API key of its own (`apiKeys`, `apiKeyThrottle`).
+   * @default { rateLimit: 1000, burstLimit: 2000 } requests per second
+   */
   readonly throttle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /**
+   * With `apiKeys`, each API key's own limit (the usage plan's, applied per key): at most the
+   * stage's, so one tenant with its own key cannot take all of the stage's (docs/deploy.md).
+   * @default { rateLimit: 100, burstLimit: 200 } requests per second
+   */
+  readonly apiKeyThrottle?: { readonly rateLimit: number; readonly burstLimit: number };
   /** Upper bound on concurrent worker invocations. @default 50 */
   readonly workerMaxConcurrency?: number;
   /**

@@ -107,6 +107,19 @@ export function validateProps(props: HourglassProps): void {
   if (props.profile === "lean" && props.apiKeys) {
     problems.push("apiKeys need the REST API; profile lean uses an HTTP API, which has no API keys");
   }
+  if (props.apiKeyThrottle && !props.apiKeys)
+    problems.push("apiKeyThrottle applies to API keys: set apiKeys too");
+  const stage = props.throttle ?? DEFAULTS.throttle;
+  if (
+    props.apiKeyThrottle &&
+    (props.apiKeyThrottle.rateLimit > stage.rateLimit || props.apiKeyThrottle.burstLimit > stage.burstLimit)
+  )
+    problems.push("apiKeyThrottle must be at most throttle: a key allowed the whole stage protects no one");
+  if (props.profile === "lean" && props.apiGatewayCloudWatchRole) {
+    problems.push(
+      "apiGatewayCloudWatchRole is for the REST API's logs; profile lean uses an HTTP API, which needs no account role",
+    );
+  }
   if (props.notifications?.enabled === false && props.notifications.eventBus) {
     problems.push("notifications.eventBus is given but notifications.enabled is false");
   }

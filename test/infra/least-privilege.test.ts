@@ -29,6 +29,25 @@ type Resources = Record<
 describe("least privilege (issue 9)", () => {
   const { template } = synth();
 
+  it("grants DeleteItem to the API alone, on the schedules table alone (ScheduleStore.delete)", () => {
+    // The one delete in the code is a TransactWriteItems Delete of a schedule, which IAM authorizes as
+    // DeleteItem (grep: shared/schedules/store.ts); the dispatcher only finds and advances schedules.
+    const deletes: string[] = [];
+    for (const [id, policy] of Object.entries(template.findResources("AWS::IAM::Policy"))) {
+      for (const statement of policy.Properties.PolicyDocument.Statement) {
+        if (![statement.Action].flat().includes("dynamodb:DeleteItem")) continue;
+        for (const resource of [statement.Resource].flat())
+          deletes.push(
+            `${id.replace(/ServiceRole.*$/, "")} ${JSON.stringify(resource).replace(/[0-9A-F]{8}"/g, '"')}`,
+          );
+      }
+    }
+    expect(deletes.sort()).toEqual([
+      'HourglassApiFunction {"Fn::GetAtt":["HourglassSchedules","Arn"]}',
+      'HourglassApiFunction {"Fn::Join":["",[{"Fn::GetAtt":["HourglassSchedules","Arn"]},"/index/*"]]}',
+    ]);
+  });
+
   it("names in each function's HOURGLASS_SECRET_ARNS only the secrets it may read", () => {
     const functions = Object.entries(template.findResources("AWS::Lambda::Function")).filter(
       ([, f]) => f.Properties.Environment?.Variables?.HOURGLASS_MODE === "aws",

@@ -41,5 +41,12 @@ it("`cdk synth` works offline with no AWS credentials and no Docker, bundling wi
   expect(bundles.length).toBeGreaterThanOrEqual(3);
   for (const bundle of bundles) {
     expect(readFileSync(bundle, "utf8")).not.toMatch(/from\s*["']@aws-sdk\//);
+    // A map for traces (file, line, name), without the sources themselves (SOURCE_MAPS).
+    const map = JSON.parse(readFileSync(`${bundle}.map`, "utf8")) as {
+      mappings: string;
+      sourcesContent?: unknown;
+    };
+    expect(map.mappings.length).toBeGreaterThan(0);
+    expect(map.sourcesContent).toBeUndefined();
   }
 }, 270_000);
