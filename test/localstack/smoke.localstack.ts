@@ -6,16 +6,24 @@ import { CloudFormationClient, DescribeStacksCommand } from "@aws-sdk/client-clo
 import { LocalstackContainer, type StartedLocalStackContainer } from "@testcontainers/localstack";
 import { GenericContainer, Network, type StartedNetwork, type StartedTestContainer } from "testcontainers";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { DEFAULTS } from "../../infra/construct/defaults.ts";
 import { HourglassClient } from "../../shared/client/client.ts";
 
 /**
  * The LocalStack mode, end to end: LocalStack and a Redis on one Docker network, the stack deployed
  * with cdklocal (`-c localstack=true`: an EventBridge rule drives the dispatcher, since LocalStack's
- * Scheduler never fires), and webhooks delivered to a server on the host. Events 5 s, 70 s and
- * 130 s ahead must all arrive, none early: the last two need the dispatcher to run on its own.
+ * Scheduler never fires), and webhooks delivered to a server on the host. Events due within the
+ * look-ahead are sent to the queue by the API itself (a direct send); only those due later wait for
+ * the dispatcher. So two of each: all must arrive, none early, and the two beyond the look-ahead
+ * prove the dispatcher runs on its own.
  */
 const LOCALSTACK_IMAGE = "localstack/localstack:4.12.0"; // the same pin as docker-compose.yml
 const STACK = "HourglassSmoke";
+/** The deployment's look-ahead (HOURGLASS_LOOKAHEAD_SECONDS in the template): the API sends what is due sooner. */
+const LOOK_AHEAD_SECONDS = DEFAULTS.lookAhead.toSeconds();
+const DIRECT = [5, LOOK_AHEAD_SECONDS - 50];
+// At least 70 s beyond it, so no tick claims them before their status is read below.
+const THROUGH_DISPATCHER = [LOOK_AHEAD_SECONDS + 70, LOOK_AHEAD_SECONDS + 100];
 const run = promisify(execFile);
 
 let network: StartedNetwork;
@@ -96,14 +104,25 @@ afterAll(async () => {
   await network?.stop();
 });
 
-it("delivers webhooks 5 s, 70 s and 130 s ahead, none early; a cancel and a reschedule behave", async () => {
+it("delivers webhooks sent directly and through the dispatcher, none early; a cancel and a reschedule behave", async () => {
   const port = (receiver.address() as AddressInfo).port;
   const hook = `http://host.docker.internal:${port}/hook`;
-  const scheduled = await Promise.all(
-    [5, 70, 130].map((delaySeconds) =>
-      client.schedule({ type: "webhook", delaySeconds, payload: { url: hook } }),
-    ),
-  );
+  const schedule = (delays: number[]) =>
+    Promise.all(
+      delays.map((delaySeconds) =>
+        client.schedule({ type: "webhook", delaySeconds, payload: { url: hook } }),
+      ),
+    );
+  const direct = await schedule(DIRECT);
+  const dispatched = await schedule(THROUGH_DISPATCHER);
+  // Which path each took: a direct send leaves the event dispatched at once (or already running or
+  // done, on a slow LocalStack); the others wait scheduled until a dispatcher tick claims them.
+  for (const event of direct)
+    expect(["dispatched", "running", "succeeded"], event.runAt).toContain(
+      (await client.get(event.id)).status,
+    );
+  for (const event of dispatched) expect((await client.get(event.id)).status, event.runAt).toBe("scheduled");
+  const scheduled = [...direct, ...dispatched];
   const cancelled = await client.schedule({ type: "webhook", delaySeconds: 60, payload: { url: hook } });
   await client.cancel(cancelled.id);
   const moved = await client.schedule({ type: "webhook", delaySeconds: 600, payload: { url: hook } });
@@ -124,7 +143,8 @@ it("delivers webhooks 5 s, 70 s and 130 s ahead, none early; a cancel and a resc
     event: { type: "webhook", payload: { url: `http://host.docker.internal:${port}/recurring` } },
   } as Parameters<HourglassClient["createSchedule"]>[0]);
 
-  const deadline = Date.now() + 240_000;
+  // The last is due look-ahead + 100 s from now; a dispatcher tick a minute apart and a cold start on top.
+  const deadline = Date.now() + (LOOK_AHEAD_SECONDS + 220) * 1_000;
   const waiting = () => [...scheduled, movedTo].filter((e) => !arrivals.has(e.id));
   while (waiting().length > 0 && Date.now() < deadline) await new Promise((done) => setTimeout(done, 2_000));
   expect(waiting().map((e) => e.id)).toEqual([]);
