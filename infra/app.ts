@@ -6,8 +6,8 @@ import { HourglassStack } from "./stacks/hourglass-stack.ts";
 /**
  * `cdk deploy` entry point. Context (`-c name=value`, see docs/deploy.md): `production=false` for
  * a throwaway environment, `egress=nat-gateway-per-az|nat-gateway|none`, `profile=lean`,
- * `cache=serverless`, `apiKeys=true`, `apiGatewayCloudWatchRole=true` (this stack sets the account's
- * API Gateway logging role), `webhookAllowPrivate=true`, `redisUrl=...`,
+ * `cache=serverless`, `apiKeys=true`, `apiGatewayCloudWatchRole=false` (leave the account's API
+ * Gateway logging role as it is), `webhookAllowPrivate=true`, `redisUrl=...`,
  * `dispatcherReservedConcurrency=1|none`, `admins=ARN[,ARN…]` (roles that may call the admin routes
  * and run `hourglass status|pause|resume --aws`), and
  * `localstack=true` (an EventBridge rule drives the dispatcher: LocalStack's Scheduler never fires).
@@ -30,10 +30,10 @@ const redisUrl = app.node.tryGetContext("redisUrl");
 const cache = choice("cache", ["replication-group", "serverless"] as const);
 const egress = choice<Egress>("egress", ["nat-gateway-per-az", "nat-gateway", "none"]);
 const profile = choice<Profile>("profile", ["standard", "lean"]);
+const cloudWatchRole = app.node.tryGetContext("apiGatewayCloudWatchRole");
 const hourglass: HourglassProps = {
   production: flag("production", true),
   apiKeys: flag("apiKeys", false),
-  apiGatewayCloudWatchRole: flag("apiGatewayCloudWatchRole", false),
   webhookAllowPrivate: flag("webhookAllowPrivate", false),
   dispatchTrigger: flag("localstack", false) ? "events-rule" : "scheduler",
   ...(egress && { egress }),
@@ -41,6 +41,7 @@ const hourglass: HourglassProps = {
     dispatcherReservedConcurrency: reservation === "none" ? "none" : Number(reservation),
   }),
   ...(profile && { profile }),
+  ...(cloudWatchRole !== undefined && { apiGatewayCloudWatchRole: flag("apiGatewayCloudWatchRole", true) }),
   ...(redisUrl
     ? { redis: { kind: "external", url: String(redisUrl) } }
     : cache

@@ -240,9 +240,9 @@ export function attachWorker(worker: lambda.Function, queue: sqs.IQueue, maxConc
  *
  * API Gateway writes a REST API's logs through one role per account and region (its account
  * setting, `AWS::ApiGateway::Account`), not per API. A stack that sets it replaces whatever another
- * stack or team set, and CloudFormation gives the setting no owner. So the construct leaves it alone
- * unless asked (`apiGatewayCloudWatchRole`); when asked, the role is kept when the stack is deleted,
- * since other APIs in the account may log through it by then.
+ * stack or team set, and CloudFormation gives the setting no owner. A stage with logging cannot deploy
+ * without it, so the construct sets it unless told not to (`apiGatewayCloudWatchRole`), and keeps the
+ * role and the setting when the stack is deleted, since other APIs in the account log through it.
  */
 export function createApi(
   scope: Construct,

@@ -32,7 +32,6 @@ export const DEFAULTS = {
   throttle: { rateLimit: 1_000, burstLimit: 2_000 },
   apiKeyThrottle: { rateLimit: 100, burstLimit: 200 },
   apiKeys: false,
-  apiGatewayCloudWatchRole: false,
   webhookAllowPrivate: false,
   cacheNodeType: "cache.t4g.small",
   handlersModule: join(import.meta.dirname, "..", "..", "functions", "handlers.ts"),
@@ -105,7 +104,9 @@ export function resolveProps(props: HourglassProps): ResolvedProps {
     throttle: props.throttle ?? DEFAULTS.throttle,
     apiKeyThrottle: props.apiKeyThrottle ?? DEFAULTS.apiKeyThrottle,
     apiKeys: props.apiKeys ?? DEFAULTS.apiKeys,
-    apiGatewayCloudWatchRole: props.apiGatewayCloudWatchRole ?? DEFAULTS.apiGatewayCloudWatchRole,
+    // On by default where there is a REST API: a fresh account has no role, and a deploy without
+    // one fails at the stage. The lean profile's HTTP API needs none.
+    apiGatewayCloudWatchRole: props.apiGatewayCloudWatchRole ?? !lean,
     webhookAllowPrivate: props.webhookAllowPrivate ?? DEFAULTS.webhookAllowPrivate,
     handlersModule: props.handlersModule ?? DEFAULTS.handlersModule,
     handlerFunctions: props.handlerFunctions ?? {},

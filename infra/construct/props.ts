@@ -143,11 +143,13 @@ export interface HourglassProps {
   /**
    * Let this stack set API Gateway's account-wide CloudWatch role (`AWS::ApiGateway::Account`),
    * through which every REST API of the account and region writes its access and execution logs.
-   * There is one per account and region: a stack that sets it overrides whatever was there. Leave
-   * it off when the account already has one (`aws apigateway get-account --query cloudwatchRoleArn`);
-   * turn it on in one stack only, for an account that has none. The role is kept when the stack is
-   * deleted. The lean profile's HTTP API needs no such role.
-   * @default false
+   * There is one per account and region: a stack that sets it points it at its own role (with the
+   * same AWS-managed policy as any other). The role and the setting are kept when the stack is
+   * deleted, so no other API's logs stop with it. Turn it off when the account's setting is owned
+   * elsewhere (`aws apigateway get-account --query cloudwatchRoleArn`). The lean profile's HTTP
+   * API needs no such role.
+   * @default true for the standard profile (a fresh account has no role, and a REST stage with
+   * logging fails to deploy without one); false for lean
    */
   readonly apiGatewayCloudWatchRole?: boolean;
   /**

@@ -71,25 +71,29 @@ describe("what the stack leaves behind", () => {
     for (const [id, group] of lean) expect(group.DeletionPolicy, id).toBe("Delete");
   });
 
-  it("leaves API Gateway's account-wide CloudWatch role alone unless asked, and keeps it when it set it", () => {
+  it("sets API Gateway's account-wide CloudWatch role so a fresh account deploys, keeps it on delete, and leaves it alone when told", () => {
+    const apiGatewayRole = (template: Template) =>
+      Object.entries(template.findResources("AWS::IAM::Role")).find(([, r]) =>
+        JSON.stringify(r.Properties.AssumeRolePolicyDocument).includes("apigateway.amazonaws.com"),
+      );
     const byDefault = synth();
-    byDefault.resourceCountIs("AWS::ApiGateway::Account", 0);
-    const roles = Object.values(byDefault.findResources("AWS::IAM::Role"));
-    expect(JSON.stringify(roles)).not.toContain("apigateway.amazonaws.com");
-    // Access logs are still written (they need the account's role, which the account already has).
-    byDefault.hasResourceProperties("AWS::ApiGateway::Stage", {
-      AccessLogSetting: Match.objectLike({ DestinationArn: Match.anyValue() }),
-    });
-
-    const owning = synth({ hourglass: { apiGatewayCloudWatchRole: true } });
-    owning.resourceCountIs("AWS::ApiGateway::Account", 1);
-    const account = Object.values(owning.findResources("AWS::ApiGateway::Account"))[0]!;
-    const role = Object.entries(owning.findResources("AWS::IAM::Role")).find(([, r]) =>
-      JSON.stringify(r.Properties.AssumeRolePolicyDocument).includes("apigateway.amazonaws.com"),
-    )!;
+    byDefault.resourceCountIs("AWS::ApiGateway::Account", 1);
+    const account = Object.values(byDefault.findResources("AWS::ApiGateway::Account"))[0]!;
+    const role = apiGatewayRole(byDefault)!;
     expect(account.Properties.CloudWatchRoleArn).toEqual({ "Fn::GetAtt": [role[0], "Arn"] });
+    // Deleting the stack must not stop the logs of every other REST API in the account.
     expect(role[1].DeletionPolicy).toBe("Retain");
     expect(account.DeletionPolicy).toBe("Retain");
+
+    const leftAlone = synth({ hourglass: { apiGatewayCloudWatchRole: false } });
+    leftAlone.resourceCountIs("AWS::ApiGateway::Account", 0);
+    expect(apiGatewayRole(leftAlone)).toBeUndefined();
+    // Access logs are still written, through whatever role the account has.
+    leftAlone.hasResourceProperties("AWS::ApiGateway::Stage", {
+      AccessLogSetting: Match.objectLike({ DestinationArn: Match.anyValue() }),
+    });
+    // The lean profile's HTTP API needs no account role.
+    synth({ hourglass: { profile: "lean" } }).resourceCountIs("AWS::ApiGateway::Account", 0);
   });
 
   it("limits each API key on its own, below the stage's shared limit, and takes a key per tenant", () => {
