@@ -6,12 +6,17 @@
  * None of these keys ever carries a TTL: they are an index, and an index that forgets is a bug.
  */
 export interface ShardKeys {
-  /** ZSET member → runAt (ms): events waiting to be claimed (scheduled or retrying). */
+  /**
+   * ZSET member → runAt (ms): waiting events written before the per-tenant sets (`tenantDueKey`)
+   * held them, or by hand. Read as a legacy inbox: claims move its due head into the tenants' sets,
+   * and any write of an event takes it out of here (lua/includes/due.lua). Its key also gives the
+   * scripts the shard's hash tag.
+   */
   readonly due: string;
   /**
-   * ZSET tenant → the earliest runAt (ms) in its window (`tenantDueKey`): the tenants with waiting
-   * events, so claims take turns across tenants (docs/flow-control.md, "Fairness between
-   * tenants"). Kept in step with `due` by lua/includes/due.lua.
+   * ZSET tenant → the earliest runAt (ms) in its set of waiting events (`tenantDueKey`): the tenants
+   * with waiting events, so claims take turns across tenants (docs/flow-control.md, "Fairness
+   * between tenants"). Kept in step by lua/includes/due.lua.
    */
   readonly tenants: string;
   /** ZSET member → lease deadline (ms): claimed events (dispatched or running). */
@@ -95,12 +100,20 @@ export function limitKeys(prefix: string, tenant: string): LimitKeys {
 }
 
 /**
- * ZSET id → runAt (ms): one tenant's window of a shard's waiting events, at most 128 of its members
- * of `due` (without the `tenant/` prefix), all of them when it has no more. The scripts build it
- * from the shard's tag (lua/includes/due.lua).
+ * ZSET id → runAt (ms): one tenant's waiting events of a shard (its members without the `tenant/`
+ * prefix), all of them: the record of what waits and when (lua/includes/due.lua). The scripts build
+ * it from the shard's tag.
  */
 export function tenantDueKey(prefix: string, shard: number, tenant: string): string {
   return `{${prefix}:${shard}}:tdue:${tenant}`;
+}
+
+/**
+ * STRING: how many waiting events a shard's tenant sets (`tenantDueKey`) hold, kept exact by
+ * lua/includes/due.lua from what ZADD and ZREM answer. The scripts build it from the shard's tag.
+ */
+export function dueCountKey(prefix: string, shard: number): string {
+  return `{${prefix}:${shard}}:duecount`;
 }
 
 /** Per-shard flow-control keys (parking, see `park` in state.lua). The scripts build them from the tag. */

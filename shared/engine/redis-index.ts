@@ -2,7 +2,7 @@ import type { DispatchMessage } from "../model/message.ts";
 import type { EventStatus, LiveStatus } from "../model/status.ts";
 import { ScriptCode } from "./codes.ts";
 import { IndexCorruptError } from "./errors.ts";
-import { heldKeys, parseMember, type ShardKeys, shardKeys, shardOf } from "./keys.ts";
+import { dueCountKey, heldKeys, parseMember, type ShardKeys, shardKeys, shardOf } from "./keys.ts";
 import { type RedisClient, runScript } from "./scripts.ts";
 
 export interface IndexEntry {
@@ -546,28 +546,6 @@ export class RedisIndex {
   }
 
   /**
-   * The earliest overdue score (due time, or a lapsed lease deadline) among one tenant's members
-   * of a shard, for that tenant's stats: the shard-wide minimum would show every tenant another's
-   * backlog. Only the overdue part of each set (score ≤ now) is read, page by page, and the scan
-   * stops at the tenant's first member, so an idle shard costs two short reads.
-   */
-  async oldestOverdueOf(shard: number, tenant: string, now: number): Promise<number | undefined> {
-    const k = this.keys(shard);
-    const prefix = `${tenant}/`;
-    const PAGE = 500;
-    const first = async (key: string) => {
-      for (let offset = 0; ; offset += PAGE) {
-        const page = await this.client.zrangebyscore(key, "-inf", now, "WITHSCORES", "LIMIT", offset, PAGE);
-        for (let i = 0; i < page.length; i += 2) if (page[i]!.startsWith(prefix)) return Number(page[i + 1]);
-        if (page.length < PAGE * 2) return undefined;
-      }
-    };
-    const [due, leased] = await Promise.all([first(k.due), first(k.leased)]);
-    if (due === undefined) return leased;
-    return leased === undefined ? due : Math.min(due, leased);
-  }
-
-  /**
    * Counts a transition the scripts did not see in the shard's stats (the fields countStats in
    * state.lua keeps): a far event, which lives in the journal only, cancelled there.
    */
@@ -588,6 +566,8 @@ export class RedisIndex {
       .zrange(k.due, 0, 0, "WITHSCORES")
       .zrange(k.leased, 0, 0, "WITHSCORES")
       .hlen(k.quarantine)
+      .get(dueCountKey(this.prefix, shard))
+      .zrange(k.tenants, 0, 0, "WITHSCORES")
       .exec();
     if (!results) throw new IndexCorruptError("shardStats", []);
     for (const [error] of results) if (error) throw error;
@@ -599,12 +579,18 @@ export class RedisIndex {
       const pair = value(i) as string[];
       return pair.length === 2 ? Number(pair[1]) : undefined;
     };
+    // Waiting events are in the tenants' sets (counted in `duecount`), and legacy ones in `due`.
+    const legacyDue = first(4);
+    const tenantsDue = first(8);
     return {
       counters,
-      due: Number(value(1)),
+      due: Number(value(1)) + Number(value(7) ?? 0),
       leased: Number(value(2)),
       dead: Number(value(3)),
-      oldestDue: first(4),
+      oldestDue:
+        legacyDue === undefined || tenantsDue === undefined
+          ? (legacyDue ?? tenantsDue)
+          : Math.min(legacyDue, tenantsDue),
       oldestLeaseDeadline: first(5),
       quarantined: Number(value(6)),
     };

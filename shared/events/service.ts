@@ -1,6 +1,7 @@
 import { ScriptCode } from "../engine/codes.ts";
 import { HorizonStore } from "../engine/horizon-state.ts";
 import { memberOf } from "../engine/keys.ts";
+import { oldestOverdueOf } from "../engine/tenant-reads.ts";
 import { idFactory } from "../ids.ts";
 import { JournalRequiredError } from "../journal/errors.ts";
 import { type JournalStatus, PENDING_STATUSES, payloadJsonOf } from "../journal/item.ts";
@@ -397,7 +398,7 @@ export class EventService {
     // The caller's own oldest overdue event, never another tenant's (invariant 7).
     const oldest = await Promise.all(
       Array.from({ length: this.deps.index.shards }, (_, shard) =>
-        this.deps.index.oldestOverdueOf(shard, tenant, now),
+        oldestOverdueOf(this.deps.index, shard, tenant, now),
       ),
     );
     const byStatus: Partial<Record<CountedStatus, number>> = {};

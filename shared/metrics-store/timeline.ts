@@ -1,4 +1,5 @@
 import type { RedisIndex } from "../engine/redis-index.ts";
+import { tenantWaiting } from "../engine/tenant-reads.ts";
 import type { EventJournal } from "../journal/journal.ts";
 import { addFarPending } from "./far-timeline.ts";
 
@@ -11,7 +12,7 @@ export const HORIZONS = {
 } as const;
 export type Horizon = keyof typeof HORIZONS;
 
-/** How many due entries one shard may contribute; bounds the cost of a read on a huge index. */
+/** How many of the tenant's own waiting events one shard may contribute; bounds the cost of a read. */
 export const SCAN_LIMIT_PER_SHARD = 10_000;
 
 export interface Timeline {
@@ -22,15 +23,15 @@ export interface Timeline {
   readonly types: Record<string, number[]>;
   /** Type → events already due but not yet claimed. */
   readonly overdue: Record<string, number>;
-  /** True when a shard held more entries in the horizon than were read. */
+  /** True when a shard held more of the tenant's own entries in the horizon than were read. */
   readonly truncated: boolean;
 }
 
 /**
- * Pending work (scheduled or retrying) of one tenant by due time, stacked by type: read from each
- * shard's due set by score, then the matching bodies for their type (the first line of a body).
- * The index holds every tenant's members, so only `tenant/…` members are kept and nothing of any
- * other tenant leaves this function.
+ * Pending work (scheduled or retrying) of one tenant by due time, stacked by type: read from the
+ * tenant's own set of waiting events in each shard by score (engine/tenant-reads.ts), then their
+ * bodies for their type (the first line of a body). No other tenant's entry is read, so another
+ * tenant's volume neither hides this tenant's events (the scan limit counts its own) nor shows.
  */
 export async function readTimeline(
   index: RedisIndex,
@@ -41,26 +42,14 @@ export async function readTimeline(
 ): Promise<Timeline> {
   const [bucketMs, buckets] = HORIZONS[horizon];
   const until = now + bucketMs * buckets;
-  const prefix = `${tenant}/`;
   const types: Record<string, number[]> = {};
   const overdue: Record<string, number> = {};
   let truncated = false;
   await Promise.all(
     Array.from({ length: index.shards }, async (_, shard) => {
       const keys = index.keys(shard);
-      const reply = await index.client.zrangebyscore(
-        keys.due,
-        "-inf",
-        until - 1,
-        "WITHSCORES",
-        "LIMIT",
-        0,
-        SCAN_LIMIT_PER_SHARD,
-      );
-      if (reply.length / 2 >= SCAN_LIMIT_PER_SHARD) truncated = true;
-      const mine: { member: string; runAt: number }[] = [];
-      for (let i = 0; i < reply.length; i += 2)
-        if (reply[i]!.startsWith(prefix)) mine.push({ member: reply[i]!, runAt: Number(reply[i + 1]) });
+      const mine = await tenantWaiting(index, shard, tenant, until - 1, SCAN_LIMIT_PER_SHARD);
+      if (mine.length >= SCAN_LIMIT_PER_SHARD) truncated = true;
       for (let start = 0; start < mine.length; start += 1_000) {
         const chunk = mine.slice(start, start + 1_000);
         const bodies = await index.client.hmget(keys.body, ...chunk.map((m) => m.member));

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { memberOf, shardKeys, shardOf } from "../../shared/engine/keys.ts";
+import { memberOf, shardOf, tenantDueKey } from "../../shared/engine/keys.ts";
 import { recorder } from "../support/recorder.ts";
 import { useApiServer } from "../support/server.ts";
 
@@ -87,8 +87,8 @@ describe("stats are the caller's own (issue 9)", () => {
     // stalled dispatcher would leave it.
     const { config, redis } = served.hg;
     const member = memberOf("acme", "late-one");
-    const due = shardKeys(config.keyPrefix, shardOf(member, config.shards)).due;
-    expect(await redis.zadd(due, "XX", "CH", Date.now() - 60_000, member)).toBe(1);
+    const due = tenantDueKey(config.keyPrefix, shardOf(member, config.shards), "acme");
+    expect(await redis.zadd(due, "XX", "CH", Date.now() - 60_000, "late-one")).toBe(1);
     const mine = await served.api.call("GET", "/v1/stats", undefined, as("acme"));
     expect(mine.json.oldestOverdueMs).toBeGreaterThanOrEqual(59_000);
     const theirs = await served.api.call("GET", "/v1/stats", undefined, as("globex"));

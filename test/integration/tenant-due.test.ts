@@ -2,15 +2,15 @@ import { randomBytes } from "node:crypto";
 import fc from "fast-check";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { ScriptCode } from "../../shared/engine/codes.ts";
-import { memberOf, parseMember, tenantDueKey } from "../../shared/engine/keys.ts";
+import { dueCountKey, heldKeys, memberOf, parseMember, tenantDueKey } from "../../shared/engine/keys.ts";
 import { createRedis } from "../../shared/engine/redis.ts";
 import { RedisIndex } from "../../shared/engine/redis-index.ts";
 import { runScript } from "../../shared/engine/scripts.ts";
 import type { DispatchMessage } from "../../shared/model/message.ts";
 
 /**
- * Fair claims across tenants (issue 11, invariant 7; docs/flow-control.md, "Fairness between
- * tenants"): each shard's waiting events are indexed per tenant beside `due`, and claims take turns
+ * Fair claims across tenants (issue 11, issue 33; invariant 7; docs/flow-control.md, "Fairness
+ * between tenants"): each shard's waiting events are in one set per tenant, and claims take turns
  * across the tenants. Engine only (one shard of a RedisIndex), no timings.
  */
 const redis = createRedis(process.env.HOURGLASS_REDIS_URL ?? "redis://127.0.0.1:6379", false);
@@ -45,37 +45,46 @@ async function claim(limit: number, now = Date.now()) {
   return result;
 }
 
-/** A tenant's window of waiting events holds at most this many (includes/due.lua). */
-const WINDOW = 128;
-
 /**
- * The per-tenant windows agree with `due`: every window entry is in `due` at the same time, no
- * window holds more than WINDOW, `tenants` scores each tenant by its window's earliest, and a
- * tenant listed in `complete` (one that never had more than WINDOW waiting) has all its entries there.
+ * The per-tenant sets hold exactly the shard's waiting events (includes/due.lua): every event with a
+ * body whose meta says scheduled or retrying (or has none) and that is not held back is in its
+ * tenant's set at its runAt, and nothing else is; the legacy `due` is empty; `tenants` scores each
+ * tenant by its set's earliest; `duecount` is the sum of the sets' sizes. `tenants` names the
+ * tenants to look at.
  */
-async function expectAgreement(tenants: readonly string[], complete: readonly string[] = tenants) {
+async function expectAgreement(tenants: readonly string[]) {
   const k = index.keys(0);
-  const due = await redis.zrange(k.due, 0, -1, "WITHSCORES");
-  const expected = new Map<string, Record<string, number>>();
-  for (let i = 0; i < due.length; i += 2) {
-    const { tenant, id } = parseMember(due[i]!);
-    expected.set(tenant, { ...expected.get(tenant), [id]: Number(due[i + 1]) });
+  expect(await redis.zcard(k.due)).toBe(0);
+  const bodies = Object.keys(await redis.hgetall(k.body));
+  const metas = await redis.hgetall(k.meta);
+  const holds = await redis.hgetall(heldKeys(prefix, 0).holds);
+  const expected = new Map<string, Record<string, number | null>>();
+  for (const member of bodies) {
+    if (holds[member]) continue;
+    const meta = metas[member]?.split("|");
+    if (meta && meta[0] !== "scheduled" && meta[0] !== "retrying") continue;
+    const { tenant, id } = parseMember(member);
+    expected.set(tenant, { ...expected.get(tenant), [id]: meta ? Number(meta[3]) : null });
   }
   const earliest: Record<string, number> = {};
-  for (const tenant of tenants) {
+  let total = 0;
+  for (const tenant of new Set([...tenants, ...expected.keys()])) {
     const own = await redis.zrange(tenantDueKey(prefix, 0, tenant), 0, -1, "WITHSCORES");
     const entries: Record<string, number> = {};
     for (let i = 0; i < own.length; i += 2) entries[own[i]!] = Number(own[i + 1]);
-    expect(own.length / 2, tenant).toBeLessThanOrEqual(WINDOW);
-    const all = expected.get(tenant) ?? {};
-    for (const [id, runAt] of Object.entries(entries)) expect(all[id], `${tenant}/${id}`).toBe(runAt);
-    if (complete.includes(tenant)) expect(entries, tenant).toEqual(all);
+    const want = expected.get(tenant) ?? {};
+    expect(Object.keys(entries).sort(), tenant).toEqual(Object.keys(want).sort());
+    // Meta's runAt where there is meta (a never-claimed event has none: its set holds its time).
+    for (const [id, runAt] of Object.entries(want))
+      if (runAt !== null) expect(entries[id], `${tenant}/${id}`).toBe(runAt);
     if (own.length > 0) earliest[tenant] = Math.min(...Object.values(entries));
+    total += own.length / 2;
   }
   const listed = await redis.zrange(k.tenants, 0, -1, "WITHSCORES");
   const scores: Record<string, number> = {};
   for (let i = 0; i < listed.length; i += 2) scores[listed[i]!] = Number(listed[i + 1]);
   expect(scores).toEqual(earliest);
+  expect(Number((await redis.get(dueCountKey(prefix, 0))) ?? 0)).toBe(total);
 }
 
 describe("fair claims across tenants", () => {
@@ -83,18 +92,17 @@ describe("fair claims across tenants", () => {
     const now = Date.now();
     await scheduleDue("big", 1_000, now - 2_000);
     await scheduleDue("small", 100, now - 1_000);
-    // The large tenant's window is full, small enough to stay a listpack; the rest is in `due` only.
-    const window = tenantDueKey(prefix, 0, "big");
-    expect(await redis.zcard(window)).toBe(WINDOW);
-    expect(await redis.call("OBJECT", "ENCODING", window)).toBe("listpack");
+    // Each tenant's set holds all its waiting events; a small one stays a listpack.
+    expect(await redis.zcard(tenantDueKey(prefix, 0, "big"))).toBe(1_000);
+    expect(await redis.call("OBJECT", "ENCODING", tenantDueKey(prefix, 0, "small"))).toBe("listpack");
     const first = await claim(200, now);
     const tenants = first.claimed.map((c) => parseMember(c.member).tenant);
     expect(tenants.filter((t) => t === "small")).toHaveLength(100);
     expect(tenants.filter((t) => t === "big")).toHaveLength(100);
     // One of each in turn, so the queue is interleaved too.
     expect(tenants.slice(0, 4).sort()).toEqual(["big", "big", "small", "small"]);
-    await expectAgreement(["big", "small"], ["small"]);
-    // The rest of the big tenant's backlog follows, in its due order, and nothing is lost.
+    await expectAgreement(["big", "small"]);
+    // The rest of the big tenant's backlog follows, and nothing is lost.
     let rest = 0;
     for (let c = await claim(300, now); c.claimed.length > 0; c = await claim(300, now))
       rest += c.claimed.length;
@@ -130,13 +138,17 @@ describe("fair claims across tenants", () => {
     await expectAgreement(["big", "old"]);
   });
 
-  it("an entry the per-tenant index holds earlier than `due` is not claimed early, and the index is put right", async () => {
+  it("a legacy `due` entry (written by hand) at another time than the tenant's set wins: not claimed before it", async () => {
     const now = Date.now();
     const member = memberOf("drift", "d1");
-    await index.schedule([{ member, runAt: now + 60_000, body: BODY }], now, 0, 60_000);
-    await redis.zadd(tenantDueKey(prefix, 0, "drift"), now - 1_000, "d1");
-    await redis.zadd(index.keys(0).tenants, now - 1_000, "drift");
+    await index.schedule([{ member, runAt: now - 1_000, body: BODY }], now, 0, 60_000);
+    await redis.zadd(index.keys(0).due, now + 60_000, member);
+    expect(await index.inspect(member)).toMatchObject({ status: "scheduled", runAt: now + 60_000 });
     expect((await claim(10, now)).claimed).toEqual([]);
+    // A claim that looks far enough ahead adopts it into the tenant's set at the legacy time.
+    const ahead = await index.claim(0, now, now + 60_000, 10, 60_000);
+    if (ahead.epochMissing) throw new Error("epoch missing");
+    expect(ahead.claimed.map((c) => [c.member, c.runAt])).toEqual([[member, now + 60_000]]);
     await expectAgreement(["drift"]);
   });
 
@@ -158,7 +170,7 @@ describe("fair claims across tenants", () => {
       expect((await index.ack(message)).code).toBe(ScriptCode.OK);
     }
     expect((await paced(Date.now())).claimed).toHaveLength(5);
-    await expectAgreement(["big"], []);
+    await expectAgreement(["big"]);
   });
 
   it("pacing: events claimed ahead of their time never hold back those due now", async () => {
@@ -211,7 +223,7 @@ describe("fair claims across tenants", () => {
     const idle = await claimPaced();
     expect(idle.claimed).toEqual([]);
     expect(idle.paced).toBe(false);
-    await expectAgreement(["dnow", "soon", "late"], []);
+    await expectAgreement(["dnow", "soon", "late"]);
   });
 
   it("pacing: a claim whose windows are full still takes expired leases and released held-back events first", async () => {
@@ -247,7 +259,7 @@ describe("fair claims across tenants", () => {
     const released = await at(t0 + 5_001, [{ group: "held|test.t", allowance: 1 }]);
     expect(released.claimed.map((c) => c.member)).toEqual(["held/e0"]);
     expect(released.paced).toBe(true);
-    await expectAgreement(["full"], []);
+    await expectAgreement(["full"]);
   });
 
   it("pacing: creates due within the look-ahead go to the queue on the spot only within the budget; the rest wait for a fair claim", async () => {
@@ -264,7 +276,7 @@ describe("fair claims across tenants", () => {
     await expectAgreement(["flood"]);
   });
 
-  it("property: the per-tenant windows agree with `due` after any sequence of schedule, reschedule, cancel, claim, start, retry, bury, revive, hold, forget, restore and evict", async () => {
+  it("property: the per-tenant sets hold exactly the waiting events after any sequence of schedule, reschedule, cancel, claim, start, retry, bury, revive, hold, forget, restore and evict", async () => {
     const TENANTS = ["a", "b", "c"];
     const member = fc.record({ tenant: fc.constantFrom(...TENANTS), id: fc.integer({ min: 0, max: 7 }) });
     const at = fc.integer({ min: -5_000, max: 5_000 });

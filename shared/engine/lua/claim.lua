@@ -4,12 +4,15 @@
   `leased` with a new deadline and a new gen; nothing is deleted, so a crash after this script
   means a redelivery when the lease runs out, never a loss.
 
-  Due events are taken in turns across tenants (docs/flow-control.md, "Fairness between tenants"):
-  from each tenant whose earliest event is due, an equal share of the room, in passes until the
-  batch is full, through the per-tenant windows kept beside `due` (includes/due.lua), then the
-  rest of the room in due order; the batch interleaves the tenants. A tenant with 100 due events
-  gets them all into the first batch beside one with 100,000. O(T log N + M) for T tenants with
-  due events and M events taken.
+  Due events are taken in turns across tenants (docs/flow-control.md, "Fairness between tenants"),
+  from the tenants' own sets of waiting events (includes/due.lua). The rule: the room left after
+  expired leases and released held-back events is shared max-min fairly among the tenants with an
+  event due, the earliest first when there are more of them than room: each gets an equal share,
+  a tenant with fewer due events gets them all and leaves the rest to the others, and the last
+  events of the room that do not divide evenly go one each to the tenants due earliest. So in
+  every claim each tenant gets min(its due events, about room / tenants), whatever the size of the
+  others' backlogs, until it runs out. The batch interleaves the tenants. O(T log N + M) for T
+  tenants with due events (at most the room) and M events taken.
 
   An entry whose meta cannot be read is moved to the quarantine (see `quarantine` in state.lua)
   instead of being claimed, so one bad entry never fails the shard's claims again.
@@ -50,9 +53,8 @@ local paced = false
 local out = {}
 local quarantined = {}
 local fromDue = {}
-local chosen = {}
--- Entries at the head of `due` checked against the per-tenant index in each claim.
-local HEAL = 16
+-- Legacy `due` entries (includes/due.lua) moved into the tenants' sets by one claim, at most.
+local ADOPT = 1000
 local tag = shardTag(K.due)
 local allow, why, taken = {}, {}, {}
 local parked = 0
@@ -128,7 +130,6 @@ end
 local function takeDue(member, runAt)
   local status, attempt, gen, _, version = readMeta(K.meta, member, runAt)
   fromDue[#fromDue + 1] = member
-  chosen[member] = true
   room = room - 1
   -- The body names the event's group, and only listed groups can be held back.
   local body = status and limited and redis.call("HGET", K.body, member)
@@ -147,16 +148,17 @@ local function takeDue(member, runAt)
   end
 end
 
--- Due events, in turns across tenants (docs/flow-control.md, "Fairness between tenants"). `due`
--- is the judge of what is due and when; the per-tenant index (includes/due.lua) gives the turns.
--- Takes up to `n` events due in (lo, hi] ("-inf" for no lower bound).
+-- Whether the legacy `due` still holds entries after this claim's adoption (includes/due.lua).
+local legacy = false
+
+-- Due events in turns across tenants (see the header): up to `n` events due in (lo, hi] ("-inf"
+-- for no lower bound), from the tenants' own sets, whose scores are the judge of what is due.
 local function takeRange(lo, hi, n)
-  local stop = room - n
-  -- 1. Passes over the tenants whose earliest event is due (earliest first): each pass gives every
-  --    tenant still in the running an equal share of the room left, and a tenant that has fewer
-  --    due leaves the running, so a tenant with 100 due gets all 100 beside one with 100,000 as
-  --    long as the batch has room for 100 per tenant. Each pass costs O(T log N + its events).
-  local order, turns, drift, read = {}, {}, {}, {}
+  -- Passes over the tenants whose earliest event is due (earliest first): each pass gives every
+  -- tenant still in the running an equal share of what is left, and a tenant that has fewer due
+  -- leaves the running. Each pass costs O(T log N + its events); a pass either fills the room or
+  -- drops a tenant, so there are at most T + 1 of them.
+  local order, turns, read, moved = {}, {}, {}, {}
   local picked = 0
   local active = redis.call("ZRANGEBYSCORE", K.tenants, "-inf", hi, "LIMIT", 0, n)
   while picked < n and #active > 0 do
@@ -167,24 +169,28 @@ local function takeRange(lo, hi, n)
       if want <= 0 then
         break
       end
-      local key = tenantDueKey(tenant)
-      local page = redis.call("ZRANGEBYSCORE", key, lo, hi, "WITHSCORES", "LIMIT", read[tenant] or 0, want)
+      local page = redis.call("ZRANGEBYSCORE", tenantDueKey(tenant), lo, hi, "WITHSCORES", "LIMIT", read[tenant] or 0, want)
+      if #page == 0 and not read[tenant] and lo == "-inf" then
+        -- Listed as due with nothing due: its score in `tenants` is stale (a hand edit); put it right.
+        dueRefresh(tenant)
+      end
       read[tenant] = (read[tenant] or 0) + #page / 2
+      if #page > 0 and not turns[tenant] then
+        turns[tenant] = {}
+        order[#order + 1] = tenant
+      end
+      local list = turns[tenant]
       for i = 1, #page, 2 do
         local member = tenant .. "/" .. page[i]
-        local score = redis.call("ZSCORE", K.due, member)
-        if score and tonumber(score) == tonumber(page[i + 1]) then
-          if not turns[tenant] then
-            turns[tenant] = {}
-            order[#order + 1] = tenant
-          end
-          local list = turns[tenant]
-          list[#list + 1] = member
-          list[#list + 1] = tonumber(score)
-          picked = picked + 1
+        local other = legacy and redis.call("ZSCORE", K.due, member)
+        if other then
+          -- A legacy entry of the same event (a hand edit) wins (includes/due.lua): moved below.
+          moved[#moved + 1] = other
+          moved[#moved + 1] = member
         else
-          -- Not in `due` (any more), or at another time there: the tenant's index is put right below.
-          drift[#drift + 1] = { tenant, page[i], score }
+          list[#list + 1] = member
+          list[#list + 1] = tonumber(page[i + 1])
+          picked = picked + 1
         end
       end
       if #page / 2 == want then
@@ -193,33 +199,13 @@ local function takeRange(lo, hi, n)
     end
     active = still
   end
+  dueAddMany(moved)
   -- The batch interleaves the tenants, one event of each in turn, so the queue does too.
   for i = 1, 2 * picked, 2 do
     for _, tenant in ipairs(order) do
       local list = turns[tenant]
       if list[i] then
         takeDue(list[i], list[i + 1])
-      end
-    end
-  end
-  for _, fix in ipairs(drift) do
-    if fix[3] then
-      redis.call("ZADD", tenantDueKey(fix[1]), fix[3], fix[2])
-    else
-      redis.call("ZREM", tenantDueKey(fix[1]), fix[2])
-    end
-    dueRefresh(fix[1])
-  end
-  -- 2. Room left means every windowed event of the range is taken: whatever `due` still has in
-  --    it (a large tenant's events beyond its window) goes in due order, as before.
-  if room > stop then
-    local rest = redis.call("ZRANGEBYSCORE", K.due, lo, hi, "WITHSCORES", "LIMIT", 0, room - stop + #fromDue)
-    for j = 1, #rest, 2 do
-      if room <= stop then
-        break
-      end
-      if not chosen[rest[j]] then
-        takeDue(rest[j], tonumber(rest[j + 1]))
       end
     end
   end
@@ -244,16 +230,14 @@ end
 
 -- Nothing can be claimed when neither window can take an event: the window of events due now has
 -- none due or is full, and so has the window of events claimed ahead (or it is not in use). Then
--- the heal and the turns below are skipped: a paced drain comes back every few milliseconds until
+-- the adoption and the turns below are skipped: a paced drain comes back every few milliseconds until
 -- the workers finish what is handed out, and those calls cost Redis more than the claims that took
 -- events did (docs/benchmarks.md, engine burst).
 if room > 0 and budget > 0 then
   local edge = string.format("%d", now + leaseMs)
-  local function anyDue(lo, hi)
-    return #redis.call("ZRANGEBYSCORE", K.due, lo, hi, "LIMIT", 0, 1) > 0
-  end
-  local dueNow = anyDue("-inf", math.min(now, dueUntil))
-  local dueAhead = dueUntil > now and anyDue(string.format("(%d", now), dueUntil)
+  local dueNow = anyWaiting("-inf", math.min(now, dueUntil))
+  -- A tenant with an event due now may have some due ahead too: then look.
+  local dueAhead = dueUntil > now and (dueNow or anyWaiting(string.format("(%d", now), dueUntil))
   local nowOpen = dueNow and redis.call("ZCOUNT", K.leased, "-inf", edge) < budget
   local aheadOpen = dueAhead
     and redis.call("ZCOUNT", K.leased, "(" .. edge, string.format("(%d", PARKED)) < budget
@@ -264,22 +248,8 @@ if room > 0 and budget > 0 then
 end
 
 if room > 0 then
-  -- The head of `due` goes into the tenants' windows (includes/due.lua): the events of a tenant
-  -- with more than a window's worth, and entries written before the windows existed or by hand
-  -- (put right when a window holds them at another time), so they get their turns too.
-  local healed = {}
-  local head = redis.call("ZRANGEBYSCORE", K.due, "-inf", dueUntil, "WITHSCORES", "LIMIT", 0, HEAL)
-  for i = 1, #head, 2 do
-    local tenant, id = splitMember(head[i])
-    local indexed = redis.call("ZSCORE", tenantDueKey(tenant), id)
-    if (not indexed or tonumber(indexed) ~= tonumber(head[i + 1])) and windowAdd(tenant, { head[i + 1], id }) then
-      healed[tenant] = true
-    end
-  end
-  for tenant in pairs(healed) do
-    dueRefresh(tenant)
-  end
-
+  dueAdopt(dueUntil, ADOPT)
+  legacy = redis.call("EXISTS", K.due) == 1
   local edge = now + leaseMs
   takeRange("-inf", math.min(now, dueUntil), budgetRoom("-inf", string.format("%d", edge), room))
   if dueUntil > now and room > 0 then
@@ -289,7 +259,7 @@ end
 
 dueRemMany(fromDue)
 -- Paced only while the budget keeps due events waiting: the caller then comes back soon.
-paced = paced and #redis.call("ZRANGEBYSCORE", K.due, "-inf", dueUntil, "LIMIT", 0, 1) > 0
+paced = paced and anyWaiting("-inf", dueUntil)
 flushWrites()
 local reply = {CODE.OK, #quarantined, parked, paced and 1 or 0, 0}
 for group, n in pairs(taken) do

@@ -21,13 +21,13 @@ local body = redis.call("HGET", K.body, member)
 if not body then
   return CODE.NOT_FOUND
 end
-local score = redis.call("ZSCORE", K.due, member)
+local score = dueScore(member)
 local status, _, _, _, version = readMeta(K.meta, member, 0)
 if not score or (status ~= "scheduled" and status ~= "retrying") or version ~= tonumber(ARGV[2]) then
   return CODE.STALE
 end
 local limit = nearLimit(tonumber(ARGV[3]), ARGV[4])
-if not limit or tonumber(score) <= limit then
+if not limit or score <= limit then
   return CODE.STALE
 end
 dueRem(member)

@@ -17,8 +17,7 @@ local body = redis.call("HGET", K.body, member)
 if not body then
   return {CODE.NOT_FOUND}
 end
-local dueScore = redis.call("ZSCORE", K.due, member)
-local status, attempt, gen, runAt, version = readMeta(K.meta, member, tonumber(dueScore or 0))
+local status, attempt, gen, runAt, version = readMeta(K.meta, member, dueScore(member) or 0)
 if not status then
   return {CODE.NOT_FOUND}
 end

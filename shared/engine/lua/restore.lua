@@ -48,7 +48,7 @@ for i = 4, #ARGV, 6 do
     codes[#codes + 1] = CODE.FAR
   elseif redis.call("HSETNX", K.body, member, body) == 0 then
     local current, currentAttempt, gen, _, currentVersion = readMeta(K.meta, member, 0)
-    local waiting = redis.call("ZSCORE", K.due, member)
+    local waiting = dueScore(member)
     if waiting and (current == "scheduled" or current == "retrying") and currentVersion < version then
       writeMeta(K.meta, member, current, currentAttempt, gen + 1, runAt, version)
       dueAdd(member, runAt)

@@ -1,21 +1,22 @@
--- The shard's waiting events per tenant, for fair claims (docs/flow-control.md, "Fairness between
--- tenants"). Inlined by state.lua; every write to `due` goes through these functions.
+-- The shard's waiting events, one sorted set per tenant, for fair claims (docs/flow-control.md,
+-- "Fairness between tenants"). Inlined by state.lua; every write of a waiting event goes through
+-- these functions.
 --
--- `due` (member → runAt) stays the shard's one list of waiting events: stats, inspect, the loader
--- and the rebuild read it, and it is the judge of what is due. Beside it, each tenant has a window
--- `{tag}:tdue:<tenant>` (id → runAt, the member without its "tenant/") of at most WINDOW of its
--- waiting events, its earliest as far as they came in order, and `tenants` (tenant → the earliest
--- runAt in its window) names the tenants with a window, so claim.lua takes turns across tenants
--- without reading past another's backlog. A window that small stays a listpack, a few dozen bytes
--- an entry, so the per-tenant index costs next to nothing beside `due` (a full copy would cost
--- ~140 bytes an event). A tenant with no more than WINDOW waiting events has them all in its
--- window; a larger one has the rest in `due` only, from where claims take them in due order once
--- the windows are served, and claim.lua moves the head of `due` into the windows as it goes.
+-- Each tenant's waiting events of the shard are in `{tag}:tdue:<tenant>` (id → runAt: the member
+-- without its "tenant/"): the one record of what waits and when, so a claim takes any tenant's
+-- earliest events in O(log N) however large another tenant's backlog, and a tenant's own reads
+-- (stats, timeline) cost its own events only. `tenants` (tenant → its earliest runAt) lists the
+-- tenants with waiting events, and `{tag}:duecount` counts the events in all of them (ZADD and ZREM
+-- answer how many they changed, so it is exact). Each event is in exactly one sorted set, as it was
+-- in the one shard-wide `due` before, and a tenant with at most 128 waiting events keeps a listpack.
 --
--- Invariants: every window entry is in `due` at the same runAt; a window never holds more than
--- WINDOW; `tenants` scores each tenant by its window's earliest. Scripts that use these must
--- declare K.due and K.tenants.
-local WINDOW = 128
+-- `due` (member → runAt), the shard-wide set of before, is read as a legacy inbox: entries written
+-- before this layout (or by hand) are still waiting, `dueScore` finds them, every write here takes
+-- a member out of it, and claims move its due head into the tenants' sets (`dueAdopt`).
+--
+-- Invariants: a member is in at most one tenant set; `tenants` scores each tenant by its set's
+-- earliest and lists no tenant without one; `duecount` is the sum of the sets' sizes. Scripts that
+-- use these must declare K.due and K.tenants.
 
 local function splitMember(member)
   local slash = string.find(member, "/", 1, true)
@@ -29,6 +30,10 @@ local function tenantDueKey(tenant)
   return shardTag(K.due) .. ":tdue:" .. tenant
 end
 
+local function dueCountKey()
+  return shardTag(K.due) .. ":duecount"
+end
+
 -- Sets a tenant's score in `tenants` to its earliest waiting event, or takes it out when it has none.
 local function dueRefresh(tenant)
   local first = redis.call("ZRANGE", tenantDueKey(tenant), 0, 0, "WITHSCORES")
@@ -39,55 +44,22 @@ local function dueRefresh(tenant)
   end
 end
 
--- Puts a tenant's waiting events (`list`: runAt1, id1, ...) into its window: each goes in when it
--- is there already (a move) or the window has room, else only ahead of the window's latest, which
--- then leaves the window (`due` keeps it). Returns true when the window changed. `fresh`: the ids
--- are new to the index (schedule.lua checked), so none can be a move and the lookup is skipped; a
--- leftover window entry under such an id is put right by the claims' drift repair, as any other.
-local function windowAdd(tenant, list, fresh)
-  local key = tenantDueKey(tenant)
-  local size = redis.call("ZCARD", key)
-  local changed = false
-  -- The window's latest entry, read once while the window stays full and unchanged: a batch of
-  -- events due after the window's latest costs one read, not one a event.
-  local lastId, lastScore
-  for i = 1, #list, 2 do
-    local runAt, id = list[i], list[i + 1]
-    if size < WINDOW then
-      size = size + redis.call("ZADD", key, runAt, id)
-      changed = true
-      lastId = nil
-    elseif not fresh and redis.call("ZSCORE", key, id) then
-      redis.call("ZADD", key, runAt, id)
-      changed = true
-      lastId = nil
-    else
-      if not lastId then
-        local last = redis.call("ZRANGE", key, -1, -1, "WITHSCORES")
-        lastId, lastScore = last[1], tonumber(last[2])
-      end
-      if lastId and tonumber(runAt) < lastScore then
-        -- Out first, then in, so the window never grows past WINDOW (and stays a listpack).
-        redis.call("ZREM", key, lastId)
-        size = size - 1 + redis.call("ZADD", key, runAt, id)
-        changed = true
-        lastId = nil
-      end
-    end
+-- A waiting event's runAt (a number), or false when it is not waiting. A legacy entry in `due`
+-- (see above) wins: it is older data only when written by hand, and then it is what was meant.
+local function dueScore(member)
+  local legacy = redis.call("ZSCORE", K.due, member)
+  if legacy then
+    return tonumber(legacy)
   end
-  return changed
+  local tenant, id = splitMember(member)
+  local score = redis.call("ZSCORE", tenantDueKey(tenant), id)
+  return score and tonumber(score) or false
 end
 
--- Runs `command` (ZADD or ZREM) on `due` over a flat list whose every `step` values end with a
--- member, and returns the same list split by tenant, each member's id in its place, for the caller
--- to bring the windows in line: ({ runAt1, member1, ... }, 2) gives each tenant { runAt1, id1, ... },
--- and (members, 1) each tenant its ids.
-local function dueWrite(command, list, step)
+-- Splits a flat list whose every `step` values end with a member by tenant, each member replaced by
+-- its id: ({ runAt1, member1, ... }, 2) gives each tenant { runAt1, id1, ... }, (members, 1) its ids.
+local function byTenant(list, step)
   local groups = {}
-  if #list == 0 then
-    return groups
-  end
-  callInSlices(command, K.due, list)
   for i = step, #list, step do
     local tenant, id = splitMember(list[i])
     local group = groups[tenant]
@@ -103,22 +75,61 @@ local function dueWrite(command, list, step)
   return groups
 end
 
--- Adds or moves waiting events: `entries` is ZADD's flat list, runAt1, member1, runAt2, member2, ...
--- `fresh`: every member is new to the index (see windowAdd).
-local function dueAddMany(entries, fresh)
-  for tenant, group in pairs(dueWrite("ZADD", entries, 2)) do
-    if windowAdd(tenant, group, fresh) then
-      dueRefresh(tenant)
-    end
+-- Takes members out of the legacy `due`, when it has any (one EXISTS otherwise).
+local function legacyRem(members)
+  if #members > 0 and redis.call("EXISTS", K.due) == 1 then
+    callInSlices("ZREM", K.due, members)
   end
 end
 
--- Takes members out of `due` and out of their tenants' zsets (members not there are ignored).
+-- Adds or moves waiting events: `entries` is ZADD's flat list, runAt1, member1, runAt2, member2, ...
+-- `fresh`: every member is new to the index (schedule.lua checked), so none is a move: the tenant's
+-- earliest can only come down (ZADD LT, no read) and the legacy `due` cannot hold them.
+local function dueAddMany(entries, fresh)
+  if #entries == 0 then
+    return
+  end
+  local added = 0
+  for tenant, group in pairs(byTenant(entries, 2)) do
+    added = added + callInSlices("ZADD", tenantDueKey(tenant), group)
+    if fresh then
+      local earliest = group[1]
+      for i = 3, #group, 2 do
+        if tonumber(group[i]) < tonumber(earliest) then
+          earliest = group[i]
+        end
+      end
+      redis.call("ZADD", K.tenants, "LT", earliest, tenant)
+    else
+      dueRefresh(tenant)
+    end
+  end
+  if added > 0 then
+    redis.call("INCRBY", dueCountKey(), added)
+  end
+  if not fresh then
+    local members = {}
+    for i = 2, #entries, 2 do
+      members[#members + 1] = entries[i]
+    end
+    legacyRem(members)
+  end
+end
+
+-- Takes members out of the waiting events (members not there are ignored).
 local function dueRemMany(members)
-  for tenant, group in pairs(dueWrite("ZREM", members, 1)) do
-    callInSlices("ZREM", tenantDueKey(tenant), group)
+  if #members == 0 then
+    return
+  end
+  local removed = 0
+  for tenant, group in pairs(byTenant(members, 1)) do
+    removed = removed + callInSlices("ZREM", tenantDueKey(tenant), group)
     dueRefresh(tenant)
   end
+  if removed > 0 then
+    redis.call("DECRBY", dueCountKey(), removed)
+  end
+  legacyRem(members)
 end
 
 local function dueAdd(member, runAt)
@@ -127,4 +138,27 @@ end
 
 local function dueRem(member)
   dueRemMany({ member })
+end
+
+-- Moves up to `n` legacy `due` entries due by `hi` into their tenants' sets (claim.lua, before its
+-- turns), so an index written before this layout drains in turns like any other.
+local function dueAdopt(hi, n)
+  if redis.call("EXISTS", K.due) == 0 then
+    return
+  end
+  local head = redis.call("ZRANGEBYSCORE", K.due, "-inf", hi, "WITHSCORES", "LIMIT", 0, n)
+  local entries = {}
+  for i = 1, #head, 2 do
+    entries[#entries + 1] = head[i + 1]
+    entries[#entries + 1] = head[i]
+  end
+  dueAddMany(entries)
+end
+
+-- True when a tenant's earliest waiting event, or a legacy entry, has its runAt in [lo, hi]
+-- (ZRANGEBYSCORE bounds). Exact when lo is "-inf"; beyond that a tenant whose earliest is before lo
+-- may have events in the range too, which the caller allows for.
+local function anyWaiting(lo, hi)
+  return #redis.call("ZRANGEBYSCORE", K.tenants, lo, hi, "LIMIT", 0, 1) > 0
+    or #redis.call("ZRANGEBYSCORE", K.due, lo, hi, "LIMIT", 0, 1) > 0
 end
