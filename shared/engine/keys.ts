@@ -109,7 +109,8 @@ export function tenantDueKey(prefix: string, shard: number, tenant: string): str
 }
 
 /**
- * STRING: how many waiting events a shard's tenant sets (`tenantDueKey`) hold, kept exact by
+ * STRING: how many waiting events a shard's tenant sets (`tenantDueKey`) hold that its legacy `due`
+ * does not (so the shard's waiting events are this plus `due`'s size), kept exact by
  * lua/includes/due.lua from what ZADD and ZREM answer. The scripts build it from the shard's tag.
  */
 export function dueCountKey(prefix: string, shard: number): string {

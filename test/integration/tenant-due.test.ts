@@ -138,18 +138,69 @@ describe("fair claims across tenants", () => {
     await expectAgreement(["big", "old"]);
   });
 
-  it("a legacy `due` entry (written by hand) at another time than the tenant's set wins: not claimed before it", async () => {
+  it("a legacy `due` entry at another time than its copy in the tenant's set (an old window) wins: not claimed before it", async () => {
     const now = Date.now();
+    const k = index.keys(0);
     const member = memberOf("drift", "d1");
-    await index.schedule([{ member, runAt: now - 1_000, body: BODY }], now, 0, 60_000);
-    await redis.zadd(index.keys(0).due, now + 60_000, member);
+    // The old layout, by hand: `due` the judge, a window copy at another (earlier) time.
+    await redis.hset(k.body, member, BODY);
+    await redis.zadd(k.due, now + 60_000, member);
+    await redis.zadd(tenantDueKey(prefix, 0, "drift"), now - 1_000, "d1");
+    await redis.zadd(k.tenants, now - 1_000, "drift");
     expect(await index.inspect(member)).toMatchObject({ status: "scheduled", runAt: now + 60_000 });
+    expect((await index.shardStats(0)).due).toBe(1);
     expect((await claim(10, now)).claimed).toEqual([]);
-    // A claim that looks far enough ahead adopts it into the tenant's set at the legacy time.
+    expect((await index.shardStats(0)).due).toBe(1);
+    // A claim that looks far enough ahead takes it at the legacy time.
     const ahead = await index.claim(0, now, now + 60_000, 10, 60_000);
     if (ahead.epochMissing) throw new Error("epoch missing");
     expect(ahead.claimed.map((c) => [c.member, c.runAt])).toEqual([[member, now + 60_000]]);
+    expect((await index.shardStats(0)).due).toBe(0);
     await expectAgreement(["drift"]);
+  });
+
+  it("upgrade from the windows of 128: every legacy event is claimed once, the windows take their turns from the first claim, and the shard's count stays exact", async () => {
+    const now = Date.now();
+    const k = index.keys(0);
+    // The old layout, by hand: every waiting event in `due`, copies of each tenant's first 128 in
+    // its window, `tenants` scored by the windows, no count.
+    const sizes = { big: 2_500, small: 150 };
+    for (const [tenant, n] of Object.entries(sizes)) {
+      const runAt = tenant === "big" ? now - 20_000 : now - 1_000;
+      for (let i = 0; i < n; i += 500) {
+        const ids = Array.from({ length: Math.min(500, n - i) }, (_, j) => `e${i + j}`);
+        await redis.zadd(k.due, ...ids.flatMap((id) => [runAt, memberOf(tenant, id)]));
+        await redis.hset(k.body, ...ids.flatMap((id) => [memberOf(tenant, id), BODY]));
+      }
+      const window = Array.from({ length: 128 }, (_, i) => `e${i}`).sort();
+      await redis.zadd(tenantDueKey(prefix, 0, tenant), ...window.flatMap((id) => [runAt, id]));
+      await redis.zadd(k.tenants, runAt, tenant);
+    }
+    // One of each written by this layout meanwhile, due later.
+    await index.schedule(
+      ["big", "small"].map((t) => ({ member: memberOf(t, "new"), runAt: now - 1, body: BODY })),
+      now,
+      0,
+      60_000,
+    );
+    let waiting = sizes.big + sizes.small + 2;
+    expect((await index.shardStats(0)).due).toBe(waiting);
+    const seen = new Set<string>();
+    const smallPerClaim: number[] = [];
+    for (let c = await claim(300, now); c.claimed.length > 0; c = await claim(300, now)) {
+      for (const m of c.claimed) {
+        expect(seen.has(m.member), m.member).toBe(false);
+        seen.add(m.member);
+      }
+      smallPerClaim.push(c.claimed.filter((m) => m.member.startsWith("small/")).length);
+      waiting -= c.claimed.length;
+      expect((await index.shardStats(0)).due).toBe(waiting);
+    }
+    expect(seen.size).toBe(sizes.big + sizes.small + 2);
+    // The old window and the new event in the first claim; the rest of the legacy `due` is adopted
+    // 1,000 a claim in due order (claim.lua), the big tenant's backlog first: a passing state.
+    expect(smallPerClaim.slice(0, 3)).toEqual([129, 0, 22]);
+    await expectAgreement(["big", "small"]);
   });
 
   it("pacing: with a budget, claims stop at that many handed out and unfinished, and events claimed ahead never hold back those due now", async () => {

@@ -3,24 +3,30 @@ import { memberOf } from "../../shared/engine/keys.ts";
 import { readTimeline, SCAN_LIMIT_PER_SHARD } from "../../shared/metrics-store/timeline.ts";
 import { captured, freshTenant } from "../support/engine.ts";
 import { type TestHourglass, testHourglass } from "../support/harness.ts";
+import { type RedisServer, startRedisServer } from "../support/redis-servers.ts";
 
 /**
  * A tenant's stats and timeline cost its own events and show only its own (issue 33, findings 10
  * and 11; invariant 7). Beside another tenant's large backlog on the same shard, a small tenant's
  * reads must do the same Redis work as on an empty shard, and show all of its events and nothing
  * of the other's. The work is counted with INFO commandstats (calls of the sorted-set range reads
- * and of all commands), never timed. Engine only: one shard, journal off, no dispatcher running.
+ * and of all commands) on a redis-server of the file's own, never timed. Engine only: one shard,
+ * journal off, no dispatcher running.
  */
 let hg: TestHourglass;
+// A redis-server of its own, so INFO commandstats counts this file's commands only.
+let server: RedisServer;
 beforeAll(async () => {
+  server = await startRedisServer();
   hg = await testHourglass(
-    { HOURGLASS_SHARDS: "1", HOURGLASS_JOURNAL: "false" },
+    { HOURGLASS_SHARDS: "1", HOURGLASS_JOURNAL: "false", HOURGLASS_REDIS_URL: server.url },
     // Nothing is sent in this file; a transport that keeps messages needs no queue.
     { transport: () => captured().transport },
   );
 });
 afterAll(async () => {
   await hg.destroy();
+  await server.kill();
 });
 
 const BODY = "test.record\n{}";

@@ -182,14 +182,21 @@ local function takeRange(lo, hi, n)
       local list = turns[tenant]
       for i = 1, #page, 2 do
         local member = tenant .. "/" .. page[i]
+        local runAt = tonumber(page[i + 1])
         local other = legacy and redis.call("ZSCORE", K.due, member)
         if other then
-          -- A legacy entry of the same event (a hand edit) wins (includes/due.lua): moved below.
+          -- A legacy entry of the same event (an old window's copy, or a hand edit) wins
+          -- (includes/due.lua): moved into the tenant's set below, and taken if due by its time.
           moved[#moved + 1] = other
           moved[#moved + 1] = member
-        else
+          runAt = tonumber(other)
+          if runAt > hi or (lo ~= "-inf" and runAt <= now) then
+            runAt = nil
+          end
+        end
+        if runAt then
           list[#list + 1] = member
-          list[#list + 1] = tonumber(page[i + 1])
+          list[#list + 1] = runAt
           picked = picked + 1
         end
       end

@@ -6,17 +6,19 @@
 -- without its "tenant/"): the one record of what waits and when, so a claim takes any tenant's
 -- earliest events in O(log N) however large another tenant's backlog, and a tenant's own reads
 -- (stats, timeline) cost its own events only. `tenants` (tenant → its earliest runAt) lists the
--- tenants with waiting events, and `{tag}:duecount` counts the events in all of them (ZADD and ZREM
--- answer how many they changed, so it is exact). Each event is in exactly one sorted set, as it was
--- in the one shard-wide `due` before, and a tenant with at most 128 waiting events keeps a listpack.
+-- tenants with waiting events, and `{tag}:duecount` counts the events in them that the legacy `due`
+-- (below) does not also hold, so the shard's waiting events number `duecount` + ZCARD `due`, exact
+-- after an upgrade too, when the old windows of 128 hold uncounted copies of legacy entries. Each
+-- event is in exactly one tenant set, as it was in the one shard-wide `due` before, and a tenant
+-- with at most 128 waiting events keeps a listpack.
 --
 -- `due` (member → runAt), the shard-wide set of before, is read as a legacy inbox: entries written
 -- before this layout (or by hand) are still waiting, `dueScore` finds them, every write here takes
 -- a member out of it, and claims move its due head into the tenants' sets (`dueAdopt`).
 --
 -- Invariants: a member is in at most one tenant set; `tenants` scores each tenant by its set's
--- earliest and lists no tenant without one; `duecount` is the sum of the sets' sizes. Scripts that
--- use these must declare K.due and K.tenants.
+-- earliest and lists no tenant without one; `duecount` is the size of the sets less the legacy.
+-- Scripts that use these must declare K.due and K.tenants.
 
 local function splitMember(member)
   local slash = string.find(member, "/", 1, true)
@@ -75,11 +77,46 @@ local function byTenant(list, step)
   return groups
 end
 
--- Takes members out of the legacy `due`, when it has any (one EXISTS otherwise).
-local function legacyRem(members)
+-- Takes members out of the legacy `due`, when it has any (one EXISTS otherwise), and returns the
+-- set of those it held: `duecount` counted none of them, whether or not a tenant set held a copy.
+local function legacyTake(members)
+  local held = {}
   if #members > 0 and redis.call("EXISTS", K.due) == 1 then
-    callInSlices("ZREM", K.due, members)
+    for _, member in ipairs(members) do
+      if redis.call("ZREM", K.due, member) == 1 then
+        held[member] = true
+      end
+    end
   end
+  return held
+end
+
+-- Runs ZADD or ZREM on each tenant's set over `list` (ZADD's flat list, or members), in two
+-- batches per tenant: the members the legacy `due` held (`legacy`) and the rest. Returns what the
+-- second batches answered (their count change), how many the first held, and each tenant's last
+-- batch (its only one when `legacy` is empty).
+local function tenantWrite(command, list, step, legacy)
+  local counted, fromLegacy, tenants = 0, 0, {}
+  local split = { {}, {} }
+  for i = step, #list, step do
+    local part = legacy[list[i]] and split[1] or split[2]
+    for j = i - step + 1, i do
+      part[#part + 1] = list[j]
+    end
+  end
+  for n, part in ipairs(split) do
+    for tenant, group in pairs(byTenant(part, step)) do
+      local changed = callInSlices(command, tenantDueKey(tenant), group)
+      if n == 2 then
+        counted = counted + changed
+      end
+      tenants[tenant] = group
+    end
+  end
+  for _ in pairs(legacy) do
+    fromLegacy = fromLegacy + 1
+  end
+  return counted, fromLegacy, tenants
 end
 
 -- Adds or moves waiting events: `entries` is ZADD's flat list, runAt1, member1, runAt2, member2, ...
@@ -89,9 +126,16 @@ local function dueAddMany(entries, fresh)
   if #entries == 0 then
     return
   end
-  local added = 0
-  for tenant, group in pairs(byTenant(entries, 2)) do
-    added = added + callInSlices("ZADD", tenantDueKey(tenant), group)
+  local legacy = {}
+  if not fresh then
+    local members = {}
+    for i = 2, #entries, 2 do
+      members[#members + 1] = entries[i]
+    end
+    legacy = legacyTake(members)
+  end
+  local added, fromLegacy, tenants = tenantWrite("ZADD", entries, 2, legacy)
+  for tenant, group in pairs(tenants) do
     if fresh then
       local earliest = group[1]
       for i = 3, #group, 2 do
@@ -104,15 +148,8 @@ local function dueAddMany(entries, fresh)
       dueRefresh(tenant)
     end
   end
-  if added > 0 then
-    redis.call("INCRBY", dueCountKey(), added)
-  end
-  if not fresh then
-    local members = {}
-    for i = 2, #entries, 2 do
-      members[#members + 1] = entries[i]
-    end
-    legacyRem(members)
+  if added + fromLegacy > 0 then
+    redis.call("INCRBY", dueCountKey(), added + fromLegacy)
   end
 end
 
@@ -121,15 +158,13 @@ local function dueRemMany(members)
   if #members == 0 then
     return
   end
-  local removed = 0
-  for tenant, group in pairs(byTenant(members, 1)) do
-    removed = removed + callInSlices("ZREM", tenantDueKey(tenant), group)
+  local removed, _, tenants = tenantWrite("ZREM", members, 1, legacyTake(members))
+  for tenant in pairs(tenants) do
     dueRefresh(tenant)
   end
   if removed > 0 then
     redis.call("DECRBY", dueCountKey(), removed)
   end
-  legacyRem(members)
 end
 
 local function dueAdd(member, runAt)
