@@ -79,7 +79,7 @@ for i = 6, #ARGV, 3 do
   end
 end
 
--- Fresh: each was checked absent from the bodies above, so none is in `due` or a window.
+-- Fresh: each was checked absent from the bodies above, so none is waiting (includes/due.lua).
 dueAddMany(due, true)
 flushWrites()
 return codes

@@ -16,6 +16,8 @@
 -- before this layout (or by hand) are still waiting, `dueScore` finds them, every write here takes
 -- a member out of it, and claims move its due head into the tenants' sets (`dueAdopt`).
 --
+-- The other scripts' headers say "waiting in `due`" for waiting in either place.
+--
 -- Invariants: a member is in at most one tenant set; `tenants` scores each tenant by its set's
 -- earliest and lists no tenant without one; `duecount` is the size of the sets less the legacy.
 -- Scripts that use these must declare K.due and K.tenants.
@@ -47,7 +49,8 @@ local function dueRefresh(tenant)
 end
 
 -- A waiting event's runAt (a number), or false when it is not waiting. A legacy entry in `due`
--- (see above) wins: it is older data only when written by hand, and then it is what was meant.
+-- (see above) wins over a copy in the tenant's set: an old window's copy has the same time unless
+-- someone edited one by hand, and then the judge of before is what was meant.
 local function dueScore(member)
   local legacy = redis.call("ZSCORE", K.due, member)
   if legacy then
