@@ -183,7 +183,7 @@ local function takeRange(lo, hi, n)
       for i = 1, #page, 2 do
         local member = tenant .. "/" .. page[i]
         local runAt = tonumber(page[i + 1])
-        local other = legacy and redis.call("ZSCORE", K.due, member)
+        local other = legacy and legacyScore(member)
         if other then
           -- A legacy entry of the same event (an old window's copy, or a hand edit) wins
           -- (includes/due.lua): moved into the tenant's set below, and taken if due by its time.
@@ -256,7 +256,7 @@ end
 
 if room > 0 then
   dueAdopt(dueUntil, ADOPT)
-  legacy = redis.call("EXISTS", K.due) == 1
+  legacy = legacyExists()
   local edge = now + leaseMs
   takeRange("-inf", math.min(now, dueUntil), budgetRoom("-inf", string.format("%d", edge), room))
   if dueUntil > now and room > 0 then

@@ -48,11 +48,21 @@ local function dueRefresh(tenant)
   end
 end
 
+-- Whether the legacy `due` holds any entry.
+local function legacyExists()
+  return redis.call("EXISTS", K.due) == 1
+end
+
+-- A member's runAt in the legacy `due` (a string), or false.
+local function legacyScore(member)
+  return redis.call("ZSCORE", K.due, member) or false
+end
+
 -- A waiting event's runAt (a number), or false when it is not waiting. A legacy entry in `due`
 -- (see above) wins over a copy in the tenant's set: an old window's copy has the same time unless
 -- someone edited one by hand, and then the judge of before is what was meant.
 local function dueScore(member)
-  local legacy = redis.call("ZSCORE", K.due, member)
+  local legacy = legacyScore(member)
   if legacy then
     return tonumber(legacy)
   end
