@@ -203,6 +203,46 @@ describe("fair claims across tenants", () => {
     await expectAgreement(["big", "small"]);
   });
 
+  it("a rebuild's batch restores its waiting events in one write at the end, and a repeat of a member in the batch under a newer version moves it", async () => {
+    const now = Date.now();
+    const entry = (tenant: string, id: string, runAt: number, version: number) => ({
+      member: memberOf(tenant, id),
+      runAt,
+      body: BODY,
+      attempt: 0,
+      status: "scheduled" as const,
+      version,
+    });
+    const codes = await index.restore(
+      [
+        entry("a", "x", now + 5_000, 0),
+        entry("b", "y", now + 6_000, 0),
+        entry("a", "x", now + 9_000, 2),
+        entry("a", "z", now + 1_000, 0),
+      ],
+      now,
+    );
+    expect(codes).toEqual([
+      ScriptCode.RESTORED,
+      ScriptCode.RESTORED,
+      ScriptCode.PRESENT,
+      ScriptCode.RESTORED,
+    ]);
+    expect(await index.inspect(memberOf("a", "x"))).toMatchObject({
+      status: "scheduled",
+      runAt: now + 9_000,
+      version: 2,
+    });
+    expect(await redis.zrange(tenantDueKey(prefix, 0, "a"), 0, -1, "WITHSCORES")).toEqual([
+      "z",
+      String(now + 1_000),
+      "x",
+      String(now + 9_000),
+    ]);
+    expect((await index.shardStats(0)).due).toBe(3);
+    await expectAgreement(["a", "b"]);
+  });
+
   it("pacing: with a budget, claims stop at that many handed out and unfinished, and events claimed ahead never hold back those due now", async () => {
     const now = Date.now();
     await scheduleDue("big", 50, now - 1_000);

@@ -27,6 +27,10 @@ local now = tonumber(ARGV[1])
 local replay = ARGV[2] == "1"
 local limit = nearLimit(now, ARGV[3])
 local codes = {}
+-- Restored waiting events go into the tenants' sets in one write at the end (dueAddMany): a few
+-- commands a tenant instead of a few an event, which is most of a rebuild's time. `at[member]` is
+-- the place of its runAt in the list, so a repeat of the member in this call sees it waiting.
+local restored, at = {}, {}
 
 for i = 4, #ARGV, 6 do
   local member, runAt, body = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
@@ -48,10 +52,14 @@ for i = 4, #ARGV, 6 do
     codes[#codes + 1] = CODE.FAR
   elseif redis.call("HSETNX", K.body, member, body) == 0 then
     local current, currentAttempt, gen, _, currentVersion = readMeta(K.meta, member, 0)
-    local waiting = dueScore(member)
+    local waiting = at[member] or dueScore(member)
     if waiting and (current == "scheduled" or current == "retrying") and currentVersion < version then
       writeMeta(K.meta, member, current, currentAttempt, gen + 1, runAt, version)
-      dueAdd(member, runAt)
+      if at[member] then
+        restored[at[member]] = runAt
+      else
+        dueAdd(member, runAt)
+      end
     end
     codes[#codes + 1] = CODE.PRESENT
   else
@@ -59,7 +67,9 @@ for i = 4, #ARGV, 6 do
     if status == "dead" then
       redis.call("ZADD", K.dead, now, member)
     else
-      dueAdd(member, runAt)
+      restored[#restored + 1] = runAt
+      restored[#restored + 1] = member
+      at[member] = #restored - 1
     end
     countStats(member, body, false, status)
     if redis.call("HDEL", K.quarantine, member) == 1 then
@@ -69,5 +79,7 @@ for i = 4, #ARGV, 6 do
   end
 end
 
+-- Not fresh: a leftover entry under a restored id (a body lost by hand) is moved, and counted once.
+dueAddMany(restored)
 flushStats(K.stats)
 return codes
