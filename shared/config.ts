@@ -159,6 +159,7 @@ const schema = z.object({
   HOURGLASS_HORIZON_DAYS: int(1, 3_650).default(366),
   HOURGLASS_RECOVERY_GRACE_SECONDS: int(1, 86_400).default(120),
   HOURGLASS_RECOVERY_EVERY_SECONDS: int(1, 86_400).default(60),
+  HOURGLASS_RECOVERY_REVERIFY_SECONDS: int(60, 7 * 86_400).default(3_600),
   HOURGLASS_JOURNAL: bool.default(true),
   HOURGLASS_WEBHOOK_ALLOW_PRIVATE: bool.optional(),
   HOURGLASS_WEBHOOK_SECRET: z.string().min(16).optional(),
@@ -303,7 +304,15 @@ export interface HourglassConfig {
   readonly retry: { readonly maxAttempts: number; readonly baseMs: number; readonly maxMs: number };
   readonly retentionSeconds: number;
   readonly horizonMs: number;
-  readonly recovery: { readonly graceMs: number; readonly everyMs: number };
+  readonly recovery: {
+    readonly graceMs: number;
+    readonly everyMs: number;
+    /**
+     * How long the sweep trusts what it verified (the held backlog it need not read again) before
+     * it reads everything once more: a net under every cause of a lost entry nobody foresaw.
+     */
+    readonly reverifyMs: number;
+  };
   readonly journal: boolean;
   readonly webhook: {
     readonly allowPrivate: boolean;
@@ -467,6 +476,7 @@ export function loadConfig(
     recovery: {
       graceMs: e.HOURGLASS_RECOVERY_GRACE_SECONDS * 1000,
       everyMs: e.HOURGLASS_RECOVERY_EVERY_SECONDS * 1000,
+      reverifyMs: e.HOURGLASS_RECOVERY_REVERIFY_SECONDS * 1000,
     },
     journal: e.HOURGLASS_JOURNAL,
     webhook: {

@@ -15,6 +15,8 @@ export const handler = async (_event: unknown, context: Context) => {
   const report = await hourglass.dispatcher.tick(
     Math.max(1_000, context.getRemainingTimeInMillis() - RESERVE_MS),
   );
+  // A recovery page that ran past the tick's deadline finishes before Lambda freezes the process.
+  await hourglass.dispatcher.settled();
   recordTick(metrics, report, await hourglass.dispatcher.indexHealth());
   await flushNotifications(metrics, hourglass.notifier);
   metrics.publishStoredMetrics();

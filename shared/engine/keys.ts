@@ -49,6 +49,14 @@ export interface ShardKeys {
    * the shard, and rewritten by the rebuild that follows.
    */
   readonly horizon: string;
+  /**
+   * HASH of the recovery sweep (shared/events/recovery.ts): `verified` → the due time up to which
+   * every pending journal event of the shard was found in the index, `epoch` → the shard's epoch
+   * it holds for, `since` → when it was first set; `until`, `cursor` → an unfinished pass; `low`
+   * → the earliest due time a write put back into the verified range (lua/includes/recovery.lua).
+   * Lost with the shard, and reset by a rebuild: a watermark that is not known is not assumed.
+   */
+  readonly recovery: string;
 }
 
 export function shardKeys(prefix: string, shard: number): ShardKeys {
@@ -66,6 +74,7 @@ export function shardKeys(prefix: string, shard: number): ShardKeys {
     cancelled: `${tag}:cancelled`,
     rebuild: `${tag}:rebuild`,
     horizon: `${tag}:horizon`,
+    recovery: `${tag}:recovery`,
   };
 }
 
@@ -139,6 +148,10 @@ export function heldKeys(prefix: string, shard: number) {
 export interface DeploymentKeys {
   /** STRING with a TTL: set by the dispatcher that won this period's recovery sweep. */
   readonly recoveryThrottle: string;
+  /** STRING: the shard the unfinished recovery round works on next (the shard count: expire()). */
+  readonly recoveryRound: string;
+  /** STRING with a TTL: the dispatcher stepping the recovery round now, so two never do it at once. */
+  readonly recoveryLock: string;
   /** STRING, the pause time: present while the operator has paused dispatch. */
   readonly dispatchPaused: string;
 }
@@ -146,6 +159,8 @@ export interface DeploymentKeys {
 export function deploymentKeys(prefix: string): DeploymentKeys {
   return {
     recoveryThrottle: `${prefix}:recovery-throttle`,
+    recoveryRound: `{${prefix}:recovery}:round`,
+    recoveryLock: `{${prefix}:recovery}:lock`,
     dispatchPaused: `{${prefix}:admin}:dispatch-paused`,
   };
 }

@@ -17,7 +17,7 @@ const SCRIPT_KEYS = {
   ack: ["leased", "body", "meta", "stats"],
   retry: ["due", "tenants", "leased", "body", "meta", "stats"],
   bury: ["leased", "dead", "body", "meta", "stats"],
-  cancel: ["due", "tenants", "leased", "dead", "body", "meta", "stats", "cancelled"],
+  cancel: ["due", "tenants", "leased", "dead", "body", "meta", "stats", "cancelled", "recovery"],
   reschedule: ["due", "tenants", "leased", "body", "meta", "stats"],
   revive: ["due", "tenants", "leased", "dead", "body", "meta", "stats"],
   release: ["leased", "meta"],
@@ -28,6 +28,10 @@ const SCRIPT_KEYS = {
   // The near horizon (shared/events/horizon.ts): the loader's state, and evicting a far entry.
   horizon: ["horizon", "epoch", "rebuild"],
   evict: ["due", "tenants", "body", "meta", "stats"],
+  // The recovery sweep (shared/events/recovery.ts): its per-shard watermark and pass.
+  recovery: ["recovery", "epoch", "rebuild"],
+  recovery_save: ["recovery"],
+  recovery_lower: ["recovery"],
   // Flow control (docs/flow-control.md): `hold` on a shard; the rest on a tenant's limits tag.
   hold: ["leased", "body", "meta", "stats"],
   admit: ["running"],

@@ -1,19 +1,19 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ScriptCode } from "../engine/codes.ts";
-import { deploymentKeys, memberOf, parseMember } from "../engine/keys.ts";
+import { parseMember } from "../engine/keys.ts";
 import type { GroupAllowance } from "../engine/redis-index.ts";
 import { describeError } from "../errors.ts";
 import { JournalConditionError } from "../journal/errors.ts";
-import { type JournalItem, journalKey, payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
+import { journalKey, payloadJsonOf, TERMINAL_STATUSES } from "../journal/item.ts";
 import { LeaseHeldError, StaleLeaseError } from "../leases/errors.ts";
 import type { LeaseService } from "../leases/lease-service.ts";
 import { type DispatchMessage, withInlinePayload } from "../model/message.ts";
 import { notifyDispatched } from "../notifications/publish.ts";
 import type { EngineDeps } from "./deps.ts";
-import { restoreEntryOf } from "./entries.ts";
 import { HorizonLoader } from "./horizon.ts";
 import { isDispatchPaused } from "./pause.ts";
+import { RecoverySweep } from "./recovery.ts";
 import { indexRunAt } from "./run-at.ts";
 import { sendOrRelease } from "./send.ts";
 
@@ -50,14 +50,16 @@ export const SYSTEM_TENANT = "~system";
  * Moves events that are almost due from the Redis index to the queue. Each pass claims per shard
  * (atomic Lua, O(T log N + M), in turns across the T tenants with due events), sends what it
  * claimed, and repeats until nothing is due or the time budget is spent; while the shard's pacing
- * budget keeps due events waiting (docs/flow-control.md), it claims again as the workers drain. Every so often it also sweeps the journal for events the index lost, and it
- * rebuilds a shard whose epoch marker is gone.
+ * budget keeps due events waiting (docs/flow-control.md), it claims again as the workers drain. Beside
+ * the claims it steps the recovery sweep (recovery.ts); it rebuilds a shard whose epoch is gone.
  */
 
 export class Dispatcher {
   private readonly owner = `dispatcher-${randomUUID()}`;
   /** Promotes far events from the journal into the index ahead of time (docs/horizon.md). */
   readonly loader: HorizonLoader;
+  /** Re-indexes what the index lost, a bounded step per tick beside the claims (recovery.ts). */
+  readonly recovery: RecoverySweep;
 
   constructor(
     private readonly deps: EngineDeps,
@@ -65,7 +67,8 @@ export class Dispatcher {
     /** Runs at the start of every tick (schedule materialization); returns the events it created. */
     private readonly beforeDrain?: (budgetMs: number) => Promise<number>,
   ) {
-    this.loader = new HorizonLoader(deps, (items) => this.restoreFromJournal(items));
+    this.recovery = new RecoverySweep(deps);
+    this.loader = new HorizonLoader(deps, (items) => this.recovery.restoreFromJournal(items));
   }
 
   async tick(budgetMs: number): Promise<TickReport> {
@@ -102,6 +105,9 @@ export class Dispatcher {
     }
     // Paused by an operator: occurrences above are still created (accepted work), nothing is claimed.
     if (await isDispatchPaused(this.deps.index.client, config.keyPrefix)) return { ...report, paused: true };
+    // The recovery sweep runs beside the claims, bounded by this tick's deadline, never between a
+    // due event and its claim; what it leaves undone the next tick (any dispatcher's) goes on with.
+    this.recovery.begin(deadline);
     const allowances = await this.allowances();
     // Every group and every shard on its own: one that fails (a lease table hiccup, an index entry
     // no script can read, a send that throws) is logged and retried next tick, and never stops the
@@ -141,11 +147,9 @@ export class Dispatcher {
         }
       }),
     );
-    try {
-      if (await this.recoveryDue()) report.restored += await this.recover();
-    } catch (error) {
-      this.deps.logger.error("recovery sweep failed", { error: describe(error) });
-    }
+    // Waited for until the deadline only: a last page that runs past it finishes in the background,
+    // and the next tick's claims do not wait for it (`settled` awaits it before a process stops).
+    report.restored += await this.recovery.restoredBy(deadline);
     if (report.claimed > 0 || report.failed > 0 || report.restored > 0) {
       this.deps.logger.info("dispatched", {
         claimed: report.claimed,
@@ -158,6 +162,11 @@ export class Dispatcher {
       });
     }
     return report;
+  }
+
+  /** Resolves once no recovery step runs in the background: before a Lambda returns, or a process stops. */
+  settled(): Promise<void> {
+    return this.recovery.settled();
   }
 
   /**
@@ -279,6 +288,9 @@ export class Dispatcher {
         continue;
       }
       if (result.quarantined.length > 0) {
+        // Out of the index now: the recovery sweep reads the shard's whole backlog again to
+        // re-index them from the journal, whatever it had verified before.
+        if (journal) await this.recovery.store.reset(shard);
         // Each entry is quarantined once (it leaves the shard), so this logs it once.
         report.quarantined += result.quarantined.length;
         this.deps.logger.error("quarantined index entries no script can read", {
@@ -416,98 +428,9 @@ export class Dispatcher {
     return messages;
   }
 
-  /** One dispatcher per period does the sweep; a Redis key with a TTL elects it (not an index key). */
-  private async recoveryDue(): Promise<boolean> {
-    if (!this.deps.journal) return false;
-    const { index, config } = this.deps;
-    const won = await index.client.set(
-      deploymentKeys(config.keyPrefix).recoveryThrottle,
-      "1",
-      "PX",
-      config.recovery.everyMs,
-      "NX",
-    );
-    return won === "OK";
-  }
-
-  /**
-   * Re-indexes pending events that are overdue by more than the grace period and that the index
-   * does not know. The sparse `pending` index makes this a query per shard, not a scan.
-   */
-  async recover(): Promise<number> {
-    const journal = this.deps.journal;
-    if (!journal) return 0;
-    const { clock, config } = this.deps;
-    let restored = 0;
-    for (let shard = 0; shard < config.shards; shard++) {
-      let cursor: string | undefined;
-      try {
-        do {
-          const page = await journal.pending(shard, clock() - config.recovery.graceMs, 500, cursor);
-          if (page.items.length > 0) {
-            const codes = await this.restoreFromJournal(page.items);
-            const count = codes.filter((c) => c === ScriptCode.RESTORED).length;
-            if (count > 0) this.deps.logger.warn("recovered events missing from the index", { shard, count });
-            restored +=
-              count +
-              (await this.finishReplays(page.items.filter((_, i) => codes[i] === ScriptCode.PRESENT)));
-          }
-          cursor = page.cursor;
-        } while (cursor);
-      } catch (error) {
-        // One shard's failure never stops the sweep of the others.
-        this.deps.logger.error("recovery sweep failed on a shard", { shard, error: describe(error) });
-      }
-    }
-    await this.expire();
-    return restored;
-  }
-
-  /**
-   * Restores journal items into the index; returns a code per item. An item refused for a
-   * cancel's tombstone is a cancel that crashed between the index and the journal: the journal
-   * still says pending, so the cancel is finished here, and the journal agrees from then on.
-   */
-  private async restoreFromJournal(items: readonly JournalItem[]): Promise<ScriptCode[]> {
-    const { index, clock } = this.deps;
-    const journal = this.deps.journal!;
-    const codes = await index.restore(items.map(restoreEntryOf), clock());
-    for (const [i, code] of codes.entries()) {
-      if (code !== ScriptCode.TOMBSTONED) continue;
-      const item = items[i]!;
-      await journal.markCancelled(item.tenant, item.id, clock()).catch((error: unknown) => {
-        if (!(error instanceof JournalConditionError)) throw error;
-      });
-      await index.confirmCancel(memberOf(item.tenant, item.id), clock());
-    }
-    return codes;
-  }
-
-  /**
-   * Pending in the journal but still dead in the index: a replay that crashed between its two
-   * writes. Revive those, unless the index entry died after the journal's replay (a stale read).
-   */
-  private async finishReplays(present: readonly JournalItem[]): Promise<number> {
-    if (present.length === 0) return 0;
-    const results = await this.deps.index.reviveMany(
-      present.map((item) => ({
-        member: memberOf(item.tenant, item.id),
-        runAt: indexRunAt(item.runAt),
-        diedBefore: item.updatedAt,
-      })),
-    );
-    const count = results.filter((r) => r.code === ScriptCode.OK).length;
-    if (count > 0) this.deps.logger.warn("finished replays the index had missed", { count });
-    return count;
-  }
-
-  /** Dead letters leave the index when their journal items expire (HOURGLASS_RETENTION_DAYS). */
-  private async expire(): Promise<void> {
-    const { index, clock, config } = this.deps;
-    const cutoff = clock() - config.retentionSeconds * 1000;
-    for (let shard = 0; shard < config.shards; shard++) {
-      while ((await index.expire(shard, cutoff, 500)) === 500);
-    }
+  /** A whole recovery round now, every shard's backlog read again (an operator's or a test's tool). */
+  recover(): Promise<number> {
+    return this.recovery.recover();
   }
 
   /**
@@ -524,7 +447,7 @@ export class Dispatcher {
     let restored = 0;
     if (page.items.length > 0) {
       // Through the tombstones: a cancel whose journal write was lost stays cancelled.
-      const codes = await this.restoreFromJournal(page.items);
+      const codes = await this.recovery.restoreFromJournal(page.items);
       restored = codes.filter((c) => c === ScriptCode.RESTORED).length;
     }
     if (restored > 0) logger.warn("restored events from the journal", { shard, restored });

@@ -12,6 +12,7 @@ import { entryOf, restoreEntryOf } from "./entries.ts";
 import { IdempotencyConflictError } from "./errors.ts";
 import { nearMsOf } from "./horizon.ts";
 import { directDispatchHorizon } from "./pause.ts";
+import { lowerForWrites } from "./recovery.ts";
 import { settleExisting } from "./reused-ids.ts";
 import { sendOrRelease } from "./send.ts";
 import { createdViewOf, viewOf } from "./views.ts";
@@ -39,9 +40,18 @@ export class EventIntake {
   async store(events: readonly NewEvent[], now: number): Promise<BatchItemResult[]> {
     const { index, journal, config } = this.deps;
     const results: BatchItemResult[] = new Array(events.length);
+    // Events due in the past may fall below the recovery sweep's watermark: lowered around the
+    // journal write, so a crash before the index write below leaves them to the sweep.
+    const members = events.map((event) => ({ member: memberOf(event.tenant, event.id), runAt: event.runAt }));
+    await lowerForWrites(this.deps, members, now);
     const { toIndex, repeats } = journal
       ? await this.journalFirst(journal, events, results)
       : { toIndex: events.map((event, position) => ({ event, position })), repeats: [] };
+    await lowerForWrites(
+      this.deps,
+      toIndex.map(({ position }) => members[position]!),
+      now,
+    );
 
     // Far events (beyond the near horizon) stay in the journal only: the scripts leave them out
     // (FAR), and the dispatcher's loader promotes them ahead of time (docs/horizon.md).

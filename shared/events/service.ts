@@ -17,6 +17,7 @@ import { EventNotFoundError, EventStateConflictError, EventValidationError } fro
 import { evictIfFar, nearMsOf } from "./horizon.ts";
 import { type BatchItemResult, EventIntake } from "./intake.ts";
 import { directDispatchHorizon } from "./pause.ts";
+import { lowerForWrites } from "./recovery.ts";
 import { journalWrite } from "./refusals.ts";
 import { indexRunAt } from "./run-at.ts";
 import { sendOrRelease } from "./send.ts";
@@ -242,6 +243,9 @@ export class EventService {
     if (!journal) {
       if (result.code === ScriptCode.NOT_FOUND) throw new EventNotFoundError(id);
     } else {
+      // Not in the index: the journal write alone moves it, and the sweep must find it if the
+      // restore below never happens (recovery.ts).
+      if (result.code === ScriptCode.NOT_FOUND) await lowerForWrites(this.deps, [{ member, runAt }], now);
       const outcome = await journalWrite(
         journal.reschedule(
           tenant,

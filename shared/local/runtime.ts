@@ -51,6 +51,7 @@ export function startRuntime(hourglass: Hourglass, options: RuntimeOptions = {})
       const rest = tickMs - (Date.now() - started);
       if (rest > 0 && running) await sleep(rest);
     }
+    await hourglass.dispatcher.settled();
   })();
   const pool =
     options.workers && options.workers.count > 0 ? new WorkerPool(options.workers, logger) : undefined;

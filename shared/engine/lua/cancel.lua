@@ -11,7 +11,11 @@
   to that time), and only confirmed tombstones older than `keep` are pruned, here: by then every
   journal read that predates the cancel has been applied or dropped.
 
-  KEYS  K.due  K.tenants  K.leased  K.dead  K.body  K.meta  K.stats  K.cancelled   (declared by name in scripts.ts)
+  A pending event due by now leaves the recovery sweep's verified range (includes/recovery.lua)
+  in the same step: if the process dies before the journal says cancelled, the sweep reads the
+  event again, finds the tombstone and finishes the cancel.
+
+  KEYS  K.due  K.tenants  K.leased  K.dead  K.body  K.meta  K.stats  K.cancelled  K.recovery   (declared by name in scripts.ts)
   ARGV[1] member   ARGV[2] now (ms)   ARGV[3] keep tombstones for (ms)
 
   Returns:
@@ -20,6 +24,7 @@
     {4}                    NOT_FOUND (tombstone written)
 ]]
 -- @include state
+-- @include recovery
 
 local member = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -32,9 +37,12 @@ if not body then
   return {CODE.NOT_FOUND}
 end
 -- An unreadable entry cannot be shown to be running; cancelling it makes sure it never runs.
-local status = readMeta(K.meta, member, 0)
+local status, _, _, runAt = readMeta(K.meta, member, tonumber(redis.call("ZSCORE", K.due, member)) or 0)
 if status == "running" or status == "dead" then
   return {CODE.CONFLICT, status}
+end
+if runAt <= now then
+  lowerVerified(K.recovery, runAt)
 end
 
 redis.call("ZADD", K.cancelled, UNCONFIRMED, member)
