@@ -30,8 +30,8 @@ export class RecoveryStore {
       now,
       reverifyMs,
     ])) as (string | number)[];
-    if (reply[0] === 0) return undefined;
-    if (reply.length !== 4) throw new IndexCorruptError("recovery", reply);
+    if (reply[0] === ScriptCode.NOT_FOUND) return undefined;
+    if (reply[0] !== ScriptCode.OK || reply.length !== 4) throw new IndexCorruptError("recovery", reply);
     const number = (value: string | number | undefined) =>
       value === "" || value === undefined ? undefined : Number(value);
     const until = number(reply[2]);

@@ -8,8 +8,8 @@
   KEYS  K.recovery  K.epoch  K.rebuild   (declared by name in scripts.ts)
   ARGV[1] now (ms)   ARGV[2] re-verify period (ms)
 
-  Returns {0} when the shard has no epoch or is being rebuilt (the rebuild restores everything);
-  otherwise {1, verified or "", until or "", cursor or ""}
+  Returns {NOT_FOUND} when the shard has no epoch or is being rebuilt (the rebuild restores
+  everything); otherwise {OK, verified or "", until or "", cursor or ""}
     verified  every pending journal event due at or before it was found in the index
     until     an unfinished pass: the due time it reads up to, with `cursor`, its journal position
   `low` (see includes/recovery.lua) survives a restart: a write that lowered it before the restart
@@ -18,7 +18,7 @@
 
 local epoch = redis.call("GET", K.epoch)
 if not epoch or redis.call("EXISTS", K.rebuild) == 1 then
-  return {0}
+  return {CODE.NOT_FOUND}
 end
 local state = redis.call("HMGET", K.recovery, "epoch", "verified", "since", "until", "cursor")
 local stale = state[1] ~= epoch
@@ -26,6 +26,6 @@ local expired = not state[4] and state[3] and tonumber(ARGV[1]) - tonumber(state
 if stale or expired then
   redis.call("HDEL", K.recovery, "verified", "since", "until", "cursor")
   redis.call("HSET", K.recovery, "epoch", epoch)
-  return {1, "", "", ""}
+  return {CODE.OK, "", "", ""}
 end
-return {1, state[2] or "", state[4] or "", state[5] or ""}
+return {CODE.OK, state[2] or "", state[4] or "", state[5] or ""}
