@@ -32,6 +32,8 @@ const SCRIPT_KEYS = {
   recovery: ["recovery", "epoch", "rebuild"],
   recovery_save: ["recovery"],
   recovery_lower: ["recovery"],
+  // A cancel's tombstone found stale by a later create (shared/events/tombstones.ts).
+  tombstone_drop: ["cancelled"],
   // Flow control (docs/flow-control.md): `hold` on a shard; the rest on a tenant's limits tag.
   hold: ["leased", "body", "meta", "stats"],
   admit: ["running"],

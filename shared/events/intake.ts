@@ -15,6 +15,7 @@ import { directDispatchHorizon } from "./pause.ts";
 import { lowerForWrites } from "./recovery.ts";
 import { settleExisting } from "./reused-ids.ts";
 import { sendOrRelease } from "./send.ts";
+import { judgeTombstones } from "./tombstones.ts";
 import { createdViewOf, viewOf } from "./views.ts";
 
 export type BatchItemResult =
@@ -85,6 +86,33 @@ export class EventIntake {
           const { code, moved } = outcomes[n]!;
           codes[i] = code;
           if (moved) settled.set(entries[i]!.member, moved);
+        });
+      }
+    }
+    // Kept out by a cancel's tombstone: a stale one (its cancel's journal write failed long ago)
+    // is dropped and the event indexed; a cancel that may still land wins now (tombstones.ts).
+    const tombstoned = journal ? codes.flatMap((code, i) => (code === ScriptCode.TOMBSTONED ? [i] : [])) : [];
+    if (tombstoned.length > 0) {
+      const verdicts = await judgeTombstones(
+        this.deps,
+        tombstoned.map((i) => entries[i]!.member),
+        now,
+      );
+      const stale = tombstoned.filter((i, n) => {
+        const verdict = verdicts[n]!;
+        if (!verdict.stale) settled.set(entries[i]!.member, verdict.item);
+        return verdict.stale;
+      });
+      if (stale.length > 0) {
+        const again = await index.schedule(
+          stale.map((i) => entries[i]!),
+          now,
+          horizon,
+          config.dispatchLeaseMs,
+          nearMs,
+        );
+        stale.forEach((i, n) => {
+          codes[i] = again[n]!;
         });
       }
     }

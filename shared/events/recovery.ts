@@ -9,6 +9,7 @@ import type { JournalItem } from "../journal/item.ts";
 import type { EngineDeps } from "./deps.ts";
 import { restoreEntryOf } from "./entries.ts";
 import { indexRunAt } from "./run-at.ts";
+import { dropIfOlder } from "./tombstones.ts";
 
 /**
  * The recovery sweep: re-indexes pending journal events that are overdue by more than the grace
@@ -207,6 +208,12 @@ export class RecoverySweep {
     for (const [i, code] of codes.entries()) {
       if (code !== ScriptCode.TOMBSTONED) continue;
       const item = items[i]!;
+      // A tombstone from a cancel long before the event was created is not about it (tombstones.ts).
+      if (await dropIfOlder(this.deps, memberOf(item.tenant, item.id), item.createdAt)) {
+        const [again] = await index.restore([restoreEntryOf(item)], clock());
+        codes[i] = again!;
+        continue;
+      }
       await journal.markCancelled(item.tenant, item.id, clock()).catch((error: unknown) => {
         if (!(error instanceof JournalConditionError)) throw error;
       });

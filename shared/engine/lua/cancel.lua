@@ -6,10 +6,12 @@
   for a moment the journal still says pending, and a restore working from a journal read taken
   before the cancel would bring the event back. A tombstone (`cancelled`: member → score) stops
   that: restore.lua refuses members that have one. It is written even when the index does not
-  hold the event (Redis lost it and a restore may be on its way). Its score is UNCONFIRMED until
-  the journal says cancelled too (the service, or the recovery sweep after a crash, then sets it
-  to that time), and only confirmed tombstones older than `keep` are pruned, here: by then every
-  journal read that predates the cancel has been applied or dropped.
+  hold the event (Redis lost it and a restore may be on its way). Its score is UNCONFIRMED plus
+  the cancel's time until the journal says cancelled too (the service, or the recovery sweep after
+  a crash, then sets it to that time), and only confirmed tombstones older than `keep` are pruned,
+  here: by then every journal read that predates the cancel has been applied or dropped. The
+  cancel's time lets a later create tell a tombstone its own cancel left from one a cancel whose
+  journal write failed long ago left behind (shared/events/tombstones.ts).
 
   A pending event due by now leaves the recovery sweep's verified range (includes/recovery.lua)
   in the same step: if the process dies before the journal says cancelled, the sweep reads the
@@ -28,8 +30,9 @@
 
 local member = ARGV[1]
 local now = tonumber(ARGV[2])
--- Larger than any time: an unconfirmed tombstone is never pruned.
-local UNCONFIRMED = 9e15
+-- Larger than any time: an unconfirmed tombstone is never pruned. Formatted, not passed as a
+-- number, which Lua would round to 14 digits.
+local UNCONFIRMED = string.format("%d", 9e15 + now)
 redis.call("ZREMRANGEBYSCORE", K.cancelled, "-inf", "(" .. string.format("%d", now - tonumber(ARGV[3])))
 local body = redis.call("HGET", K.body, member)
 if not body then
