@@ -74,6 +74,17 @@ describe("the recovery sweep beside a held backlog", () => {
     };
     const runtime = startRuntime(hg, { tickMs: 200 });
     try {
+      // The first claims park the held backlog (claim work, not the sweep's): measured after it.
+      await eventually(
+        async () => {
+          let parked = 0;
+          for (let shard = 0; shard < hg.config.shards; shard++)
+            for (const count of Object.values(await hg.index.heldCounts(shard))) parked += count;
+          return parked >= HELD ? true : undefined;
+        },
+        60_000,
+        "the held backlog parked",
+      );
       // Created ahead of the look-ahead, so each is claimed by a tick, not sent on create; spread
       // over 12 s, several sweep periods.
       const now = Date.now();
@@ -125,12 +136,17 @@ describe("the recovery sweep beside a held backlog", () => {
     expired.clear();
     read = 0;
     await periodDue();
+    // Each call gets a deadline already past: it does one page (500 journal items) and stops, so
+    // the bound is counted, not timed (the times are printed for the report).
     const calls: number[] = [];
+    const readPerCall: number[] = [];
     const rounds: (number | undefined)[] = [];
     do {
+      const before = read;
       const started = performance.now();
-      await sweep.step(Date.now() + 100);
+      await sweep.step(Date.now());
       calls.push(performance.now() - started);
+      readPerCall.push(read - before);
       rounds.push(await sweep.store.round());
     } while (rounds.at(-1) !== undefined && calls.length < 1_000);
     console.log(
@@ -138,10 +154,12 @@ describe("the recovery sweep beside a held backlog", () => {
         `${Math.round(calls.reduce((a, b) => a + b, 0))} ms in all, ${read} items read`,
     );
     expect(rounds.at(-1)).toBeUndefined();
-    expect(calls.length).toBeGreaterThan(1);
+    expect(Math.max(...readPerCall)).toBeLessThanOrEqual(500);
     expect(read).toBeGreaterThanOrEqual(HELD);
-    // Each call stops at its deadline, a page (500 items) at most past it.
-    expect(Math.max(...calls)).toBeLessThan(2_000);
+    expect(calls.length).toBeGreaterThanOrEqual(HELD / 500);
+    // Every shard was swept (the round went through them in order) and then expired.
+    const swept = rounds.filter((r): r is number => r !== undefined && r >= 1 && r <= hg.config.shards);
+    expect(new Set(swept).size).toBe(hg.config.shards);
     expect([...expired].sort((a, b) => a - b)).toEqual(Array.from({ length: hg.config.shards }, (_, s) => s));
 
     // The next period's round reads only what became overdue since: not the verified backlog.
