@@ -13,7 +13,7 @@ import { recorder } from "../support/recorder.ts";
  * claims, bounded per call, resumes where it stopped (from any dispatcher), and reads a backlog it
  * verified once only. HELD events of a paused type, overdue, on the real stack.
  */
-const HELD = Number(process.env.RECOVERY_HELD ?? 10_000);
+const HELD = Number(process.env.RECOVERY_HELD ?? 15_000);
 const held = recorder("test.held");
 const other = recorder("test.record");
 
@@ -108,8 +108,8 @@ describe("the recovery sweep beside a held backlog", () => {
       );
       for (const late of lateness) expect(late).toBeGreaterThanOrEqual(0);
       // Normal lateness, with room for a 2-core machine shared by several test runs. The unbounded
-      // sweep held every claim for its whole read of the backlog: 5 to 10 s here, every period.
-      expect(Math.max(...lateness)).toBeLessThan(2_000);
+      // sweep held every claim for its whole read of the backlog: 4.5 s and more here, every period.
+      expect(Math.max(...lateness)).toBeLessThan(1_500);
     } finally {
       await runtime.stop();
       hg.dispatcher.tick = tick;
