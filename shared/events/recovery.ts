@@ -120,6 +120,8 @@ export class RecoverySweep {
     const { clock, config, logger } = this.deps;
     const shards = config.shards;
     let restored = 0;
+    // Left by a deployment with more shards (or unreadable): that round is over.
+    if (!(next >= 0 && next < 2 * shards)) await this.store.setRound(undefined);
     while (next < 2 * shards) {
       let done = true;
       try {
