@@ -1,6 +1,4 @@
 import type { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { and, equals, greaterThan } from "../dynamo/conditions.ts";
-import { update } from "../dynamo/expression.ts";
 import { transactionRefusals } from "../dynamo/failures.ts";
 import { fieldIssues } from "../events/validate.ts";
 import type { Logger } from "../logger.ts";
@@ -15,26 +13,15 @@ import {
   type Shortage,
 } from "./errors.ts";
 import { GroupCommit } from "./group-commit.ts";
-import { type LedgerItems, mergeItems, readReservation, type SkuWrite } from "./items.ts";
-import { reservationKey } from "./keys.ts";
-import { holdInput, MAX_HOLD_ITEMS, type Reservation, type ReservationStatus } from "./model.ts";
+import { type LedgerItems, mergeItems, readReservation } from "./items.ts";
+import { holdInput, MAX_HOLD_ITEMS, type Reservation } from "./model.ts";
+import { ReservationTransitions } from "./transitions.ts";
 import { voids, voidUnwrittenHold } from "./unwritten-hold.ts";
 
 /** Schedules and cancels the event that releases a hold when it expires (the engine's job). */
 export interface ExpiryScheduler {
   schedule(tenant: string, eventId: string, reservationId: string, at: number): Promise<void>;
   cancel(tenant: string, eventId: string): Promise<void>;
-}
-
-/** How a held reservation moves on (confirm, cancel, expire), and what each of its items writes. */
-interface Transition {
-  readonly to: ReservationStatus;
-  /** For the error: "confirm", "cancel" or "expire". */
-  readonly operation: string;
-  readonly now: number;
-  /** Confirm only while the hold has not expired; a release may come after. */
-  readonly requireUnexpired: boolean;
-  readonly perItem: (sku: string, quantity: number) => SkuWrite;
 }
 
 /**
@@ -46,6 +33,7 @@ export class ReservationService {
   private readonly groups = new GroupCommit(49, (group: { tenant: string; reservation: Reservation }[]) =>
     this.writeHoldGroup(group),
   );
+  private readonly transitions: ReservationTransitions;
 
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -57,7 +45,9 @@ export class ReservationService {
     private readonly clock: () => number,
     private readonly admission: HoldAdmission | undefined,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.transitions = new ReservationTransitions(table, writes, (t, id) => this.getReservation(t, id));
+  }
 
   /** Holds every item or none, until `holdSeconds` from now; an expiry event releases it then. */
   async hold(tenant: string, input: unknown): Promise<{ reservation: Reservation; created: boolean }> {
@@ -271,7 +261,7 @@ export class ReservationService {
   async confirm(tenant: string, id: string): Promise<Reservation> {
     const reservation = await this.getReservation(tenant, id);
     const now = this.clock();
-    await this.transition(tenant, reservation, {
+    await this.transitions.apply(tenant, reservation, {
       to: "confirmed",
       operation: "confirm",
       now,
@@ -288,9 +278,17 @@ export class ReservationService {
 
   /** Returns a held hold's stock, once: a cancel racing an expiry releases it only one time. */
   async release(tenant: string, id: string, reason: "cancelled" | "expired"): Promise<Reservation> {
-    const reservation = await this.getReservation(tenant, id);
+    return this.releaseHeld(tenant, await this.getReservation(tenant, id), reason);
+  }
+
+  private async releaseHeld(
+    tenant: string,
+    reservation: Reservation,
+    reason: "cancelled" | "expired",
+  ): Promise<Reservation> {
+    const { id } = reservation;
     const now = this.clock();
-    await this.transition(tenant, reservation, {
+    await this.transitions.apply(tenant, reservation, {
       to: reason,
       operation: reason === "cancelled" ? "cancel" : "expire",
       now,
@@ -322,7 +320,8 @@ export class ReservationService {
     }
     if (reservation?.status !== "held" || reservation.expiryEventId !== expiryEventId) return "nothing to do";
     try {
-      await this.release(tenant, id, "expired");
+      // The reservation just read is the one to release: its write conditions on it still being held.
+      await this.releaseHeld(tenant, reservation, "expired");
       return "released";
     } catch (error) {
       if (error instanceof ReservationStateError) return "nothing to do";
@@ -334,40 +333,6 @@ export class ReservationService {
     const reservation = await this.findReservation(tenant, id);
     if (!reservation || reservation.neverHeld) throw new ReservationNotFoundError(id);
     return reservation;
-  }
-
-  private async transition(
-    tenant: string,
-    reservation: Reservation,
-    { to, operation, now, requireUnexpired, perItem }: Transition,
-  ): Promise<void> {
-    try {
-      await this.writes.commit(
-        tenant,
-        [
-          {
-            Update: {
-              TableName: this.table,
-              Key: { pk: reservationKey(tenant, reservation.id), sk: "reservation" },
-              ...update({
-                set: { status: to, updatedAt: now },
-                if: requireUnexpired
-                  ? and(equals("status", "held"), greaterThan("expiresAt", now))
-                  : equals("status", "held"),
-              }),
-            },
-          },
-        ],
-        reservation.items.map(({ sku, quantity }) => perItem(sku, quantity)),
-      );
-    } catch (error) {
-      if (transactionRefusals(error)?.[0]) {
-        const current = await this.getReservation(tenant, reservation.id);
-        const status = current.status === "held" && current.expiresAt <= now ? "expired" : current.status;
-        throw new ReservationStateError(reservation.id, status, operation);
-      }
-      throw error;
-    }
   }
 
   private findReservation(tenant: string, id: string): Promise<Reservation | undefined> {
