@@ -66,6 +66,8 @@ export class HoldAdmission {
   private readonly rebuildWaitMs: number;
   private readonly clock: () => number;
   private readonly logger: Logger;
+  /** Each SKU's rebuild (or wait for one) in flight in this process, by its count's key. */
+  private readonly refreshing = new Map<string, Promise<void>>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -120,11 +122,17 @@ export class HoldAdmission {
     );
   }
 
-  /** Stock came back in the ledger (a receipt, a release): after its write committed. */
+  /**
+   * Stock came back in the ledger (a receipt, a release): after its write committed. A SKU without
+   * a count gets one from the ledger here, off the holds' path: otherwise the first holds of a
+   * flash sale, all at once, would wait for it.
+   */
   async credit(tenant: string, sku: string, quantity: number): Promise<void> {
     const keys = stockKeys(this.options.prefix, tenant, sku);
     try {
-      await runScript(this.redis, "hold_credit", keys, [quantity, LOCK_MS]);
+      const reply = (await runScript(this.redis, "hold_credit", keys, [quantity, LOCK_MS])) as number[];
+      // Unless another caller is building it already: nothing to wait for here.
+      if (reply[0] === ScriptCode.EPOCH_MISSING) await this.rebuild(tenant, sku);
     } catch (error) {
       // Too low now: the next refusal once the count is verifyAfterMs old rebuilds it.
       this.logger.warn("hold admission: credit failed", { sku, error: String(error) });
@@ -184,11 +192,11 @@ export class HoldAdmission {
             };
           }
           verified = true;
-          if (!(await this.rebuild(tenant, sku))) await this.waitForRebuild(keys);
+          await this.refresh(tenant, sku, keys);
           continue;
         }
         // EPOCH_MISSING: a new SKU, or Redis lost the count.
-        if (!(await this.rebuild(tenant, sku))) await this.waitForRebuild(keys);
+        await this.refresh(tenant, sku, keys);
       }
     } catch (error) {
       this.logger.warn("hold admission: Redis failed, holding through the ledger alone", {
@@ -197,6 +205,23 @@ export class HoldAdmission {
       });
     }
     return { kind: "bypassed", sku };
+  }
+
+  /**
+   * Rebuilds the count, or waits for the rebuild another process is doing: once per SKU in this
+   * process, however many of its holds found the count missing or stale. The first holds of a
+   * flash sale all find it missing at once; each of them taking its own turn at the lock and
+   * polling for it every few milliseconds cost a hot SKU's 300 concurrent holds about a second of
+   * the event loop (issue 33, finding 8).
+   */
+  private refresh(tenant: string, sku: string, keys: StockKeys): Promise<void> {
+    const running = this.refreshing.get(keys.level);
+    if (running) return running;
+    const started = (async () => {
+      if (!(await this.rebuild(tenant, sku))) await this.waitForRebuild(keys);
+    })().finally(() => this.refreshing.delete(keys.level));
+    this.refreshing.set(keys.level, started);
+    return started;
   }
 
   /** Another process holds the rebuild lock: wait until it lets go (or it expires, in the worst case). */

@@ -12,13 +12,16 @@
 
   Returns:
     {0}   OK
+    {9}   EPOCH_MISSING: no count for this SKU (never built, or Redis lost it); the caller builds
+          it from the ledger now, so the first holds of a sale find it there
 ]]
 local quantity = tonumber(ARGV[1])
 if redis.call("EXISTS", K.lock) == 1 then
   redis.call("INCRBY", K.carry, quantity)
   redis.call("PEXPIRE", K.carry, tonumber(ARGV[2]))
 end
-if redis.call("EXISTS", K.level) == 1 then
-  redis.call("HINCRBY", K.level, "available", quantity)
+if redis.call("EXISTS", K.level) == 0 then
+  return {CODE.EPOCH_MISSING}
 end
+redis.call("HINCRBY", K.level, "available", quantity)
 return {CODE.OK}
