@@ -5,6 +5,7 @@ import { loadConfig } from "../shared/config.ts";
 import { awsBurst, awsSteady, startAwsShapedBench } from "./aws-shaped.ts";
 import { BullPeer } from "./bullmq.ts";
 import { conditionalUpdates, hotHolds } from "./holds.ts";
+import { httpHotHolds } from "./holds-http.ts";
 import { journalBytesPerEvent, rebuildAfterFlush } from "./horizon.ts";
 import {
   benchHourglass,
@@ -278,6 +279,18 @@ try {
       `${times(peer.ms, ours.ms)} faster`,
       "≤ 1 s and faster than the peer",
       { hourglass: { ms: ours.ms, won: ours.won, refused: ours.refused }, peer },
+    );
+    // The same through the public API, as a client sees it, beside the same peer measured again
+    // right after it (issue 33, finding 8).
+    const overHttp = await httpHotHolds(redisServer.url, 300, 100);
+    const httpPeer = await conditionalUpdates(overHttp.table, 300, 100);
+    row(
+      "300 concurrent holds on one SKU, 100 in stock, POST /v1/reservations (30 s holds), full local stack (peer: 300 conditional UpdateItem on one item, DynamoDB Local)",
+      held(overHttp),
+      held(httpPeer),
+      `${times(overHttp.ms, httpPeer.ms)} of the peer's time`,
+      "≤ 0.5× the peer's time",
+      { hourglass: { ms: overHttp.ms, won: overHttp.won, refused: overHttp.refused }, peer: httpPeer },
     );
   }
 
