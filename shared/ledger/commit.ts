@@ -6,6 +6,9 @@ import { type TransactItems, transact } from "../dynamo/transact.ts";
 import type { LedgerItems, SkuWrite } from "./items.ts";
 import { counterKey } from "./keys.ts";
 
+/** How many SKUs' sequences a process remembers from its own commits. */
+const REMEMBERED_SKUS = 10_000;
+
 /**
  * Ledger transactions whose entries are numbered in commit order, per SKU. Each SKU's counter
  * carries `seq`, the number of its last entry. A transaction reads it, writes its entries of that
@@ -23,6 +26,9 @@ import { counterKey } from "./keys.ts";
  * counter, reads the sequences again before its retry.
  */
 export class LedgerWrites {
+  /** `seq` after this process's last commit, by tenant and SKU (see `lastCommitted`). */
+  private readonly committed = new Map<string, number>();
+
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly table: string,
@@ -37,7 +43,7 @@ export class LedgerWrites {
    */
   async commit(tenant: string, head: TransactItems, writes: readonly SkuWrite[]): Promise<void> {
     const skus = writes.map((write) => write.sku);
-    const seqs = await this.sequences(tenant, skus);
+    const seqs = this.lastCommitted(tenant, skus) ?? (await this.sequences(tenant, skus));
     await transact(
       this.doc,
       () => [...head, ...writes.flatMap((write) => this.items.skuItems(tenant, write, seqs.get(write.sku)!))],
@@ -48,7 +54,37 @@ export class LedgerWrites {
           for (const [sku, seq] of await this.sequences(tenant, skus)) seqs.set(sku, seq);
         },
       },
-    );
+    ).catch((error: unknown) => {
+      // What this process knew may be what refused it: read the counters next time.
+      for (const sku of skus) this.committed.delete(`${tenant}\n${sku}`);
+      throw error;
+    });
+    for (const write of writes) this.remember(tenant, write.sku, seqs.get(write.sku)! + write.entries.length);
+  }
+
+  /**
+   * Each SKU's `seq` as this process's last commit left it, when it knows every one of them. A
+   * group of holds or releases on a hot SKU follows the one before it from the same process, which
+   * left the number it needs: the read before the transaction is then skipped. If another writer
+   * moved it since, the transaction is refused with the counter as it stands and sent again with
+   * that number, as after any read that went stale (a round trip either way, but only then).
+   */
+  private lastCommitted(tenant: string, skus: readonly string[]): Map<string, number> | undefined {
+    const seqs = new Map<string, number>();
+    for (const sku of skus) {
+      const seq = this.committed.get(`${tenant}\n${sku}`);
+      if (seq === undefined) return undefined;
+      seqs.set(sku, seq);
+    }
+    return seqs;
+  }
+
+  private remember(tenant: string, sku: string, seq: number): void {
+    const key = `${tenant}\n${sku}`;
+    this.committed.delete(key);
+    this.committed.set(key, seq);
+    // The SKUs written most recently are the ones worth knowing: the oldest goes first.
+    if (this.committed.size > REMEMBERED_SKUS) this.committed.delete(this.committed.keys().next().value!);
   }
 
   /** Each SKU's `seq` as it stands (0 for a SKU without a numbered entry, or without a counter). */
