@@ -83,7 +83,8 @@ export function jsonBodies(maxBytes: number): MiddlewareHandler[] {
       if (size <= maxBytes) chunks.push(chunk);
     }
     if (size > maxBytes) return tooLarge(c, false);
-    c.req.bodyCache.text = Promise.resolve(Buffer.concat(chunks).toString("utf8"));
+    // Hono keeps the body's promise there (its `cachedBody`), though the field is typed as the value.
+    c.req.bodyCache.text = Promise.resolve(Buffer.concat(chunks).toString("utf8")) as unknown as string;
     return next();
   };
   const parse: MiddlewareHandler = async (c, next) => {
