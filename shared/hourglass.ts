@@ -153,7 +153,7 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
   const leases = config.journal ? new LeaseService(dynamo, config.tables.leases, deps.clock) : undefined;
   const events = new EventService(deps);
   const ledger = config.journal
-    ? new StockLedger(dynamo, config.tables.ledger, expiryScheduler(events), {
+    ? new StockLedger(dynamo, config.tables.ledger, expiryScheduler(events, deps.clock), {
         snapshotEvery: config.ledgerSnapshotEvery,
         clock: deps.clock,
         logger,
@@ -172,6 +172,12 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
   const schedules = scheduleDeps && new ScheduleService({ ...scheduleDeps, registry });
   const materializer =
     scheduleDeps && new Materializer({ ...scheduleDeps, leases, systemTenant: SYSTEM_TENANT });
+  // Half of each tick's budget at most for schedules; the rest stays for dispatching.
+  const dispatcher = new Dispatcher(
+    deps,
+    leases,
+    materializer && (async (budgetMs) => (await materializer.run(Math.floor(budgetMs / 2))).materialized),
+  );
   return {
     config,
     logger,
@@ -188,17 +194,14 @@ export async function createHourglass(options: HourglassOptions = {}): Promise<H
     ledger,
     schedules,
     events,
-    // Half of each tick's budget at most for schedules; the rest stays for dispatching.
-    dispatcher: new Dispatcher(
-      deps,
-      leases,
-      materializer && (async (budgetMs) => (await materializer.run(Math.floor(budgetMs / 2))).materialized),
-    ),
+    dispatcher,
     worker: new Worker(deps, options.workerHooks),
     metrics,
     notifier,
     flow,
     async close() {
+      // A recovery page still running past its tick's deadline finishes before the clients go.
+      await dispatcher.settled();
       await metrics.flush();
       await notifier.close();
       redis.disconnect();
