@@ -9,7 +9,7 @@
  */
 const LAYERS = [
   // 0: shapes and utilities every layer may use, then the DynamoDB toolkit every store writes through.
-  ["shared/model/", "shared/(errors|config|logger|aws|ids|resources|secrets)\\.ts$"],
+  ["shared/model/", "shared/(errors|config|logger|aws|ids|resources|secrets|webhook-secret)\\.ts$"],
   ["shared/dynamo/"],
   // 1: stores and transports. They know the shapes, not the flows.
   ["shared/engine/", "shared/journal/", "shared/leases/", "shared/transport/"],

@@ -43,7 +43,7 @@ try {
 }
 
 // The worker processes read the webhook master secret from the data dir, as this process did
-// (shared/local/webhook-secret.ts): an absolute path keeps them on the same file whatever their
+// (shared/webhook-secret.ts): an absolute path keeps them on the same file whatever their
 // working directory, so every process signs with the keys GET /v1/webhook-secret hands out.
 process.env.HOURGLASS_DATA_DIR = resolve(config.local.dataDir);
 

@@ -1,6 +1,6 @@
 import { availableParallelism } from "node:os";
 import { z } from "zod";
-import { LocalWebhookSecretError, localWebhookSecret } from "./local/webhook-secret.ts";
+import { LocalWebhookSecretError, localWebhookSecret } from "./webhook-secret.ts";
 
 /**
  * Every setting Hourglass reads from the environment, validated in one place.

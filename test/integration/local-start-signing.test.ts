@@ -7,7 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Webhook } from "standardwebhooks";
 import { afterAll, describe, expect, it } from "vitest";
 import { deriveTenantSecret } from "../../shared/handlers/signing.ts";
-import { WEBHOOK_SECRET_FILE } from "../../shared/local/webhook-secret.ts";
+import { WEBHOOK_SECRET_FILE } from "../../shared/webhook-secret.ts";
 import { freePorts } from "../support/redis-servers.ts";
 
 /** The constant local mode signed with before issue 33: public, in the source. */

@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../shared/config.ts";
 import { deriveTenantSecret } from "../../shared/handlers/signing.ts";
-import { WEBHOOK_SECRET_FILE } from "../../shared/local/webhook-secret.ts";
+import { WEBHOOK_SECRET_FILE } from "../../shared/webhook-secret.ts";
 import { useApiServer } from "../support/server.ts";
 
 /** The constant local mode signed with before issue 33: public, in the source. */
