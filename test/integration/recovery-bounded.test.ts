@@ -14,6 +14,8 @@ import { recorder } from "../support/recorder.ts";
  * verified once only. HELD events of a paused type, overdue, on the real stack.
  */
 const HELD = Number(process.env.RECOVERY_HELD ?? 15_000);
+/** How long each page of the journal's pending index takes to answer in the lateness test. */
+const SLOW_PAGE_MS = 2_000;
 const held = recorder("test.held");
 const other = recorder("test.record");
 
@@ -72,6 +74,25 @@ describe("the recovery sweep beside a held backlog", () => {
         tickTimes.push(performance.now() - started);
       }
     };
+    // Every page of the journal's pending index answers slowly (a DynamoDB on its bad day, or a
+    // 2-core machine shared by other runs): a sweep on the claim path then holds the claims for
+    // seconds a page, 30 pages a round, while a sweep beside them costs the claims nothing. The
+    // bound below is normal lateness with room for a loaded machine; a stalled claim path exceeds
+    // it many times over, whatever the machine's load.
+    const journal = hg.journal! as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const slowed = ["pending", "pendingBetween"].filter((name) => typeof journal[name] === "function");
+    for (const name of slowed) {
+      const original = journal[name]!.bind(journal);
+      // Only the sweep's reads (pages of what is already overdue), not the horizon loader's (ahead).
+      const upTo = (args: unknown[]) => (name === "pending" ? args[1] : args[2]);
+      journal[name] = async (...args: unknown[]) => {
+        const until = upTo(args);
+        if (typeof until === "number" && until < Date.now()) {
+          await new Promise((done) => setTimeout(done, SLOW_PAGE_MS));
+        }
+        return original(...args);
+      };
+    }
     const runtime = startRuntime(hg, { tickMs: 200 });
     try {
       // The first claims park the held backlog (claim work, not the sweep's): measured after it.
@@ -107,12 +128,13 @@ describe("the recovery sweep beside a held backlog", () => {
           `longest tick ${Math.round(Math.max(...tickTimes))} ms over ${tickTimes.length} ticks`,
       );
       for (const late of lateness) expect(late).toBeGreaterThanOrEqual(0);
-      // Normal lateness, with room for a 2-core machine shared by several test runs. The unbounded
-      // sweep held every claim for its whole read of the backlog: 4.5 s and more here, every period.
-      expect(Math.max(...lateness)).toBeLessThan(1_500);
+      // The unbounded sweep held every claim for its whole read of the backlog: 30 slow pages, a
+      // minute and more here, every period.
+      expect(Math.max(...lateness)).toBeLessThan(10_000);
     } finally {
       await runtime.stop();
       hg.dispatcher.tick = tick;
+      for (const name of slowed) delete journal[name];
     }
     expect(held.runs).toHaveLength(0);
   }, 180_000);
