@@ -1,3 +1,8 @@
+import { checkQuietLateness } from "./checks/fairness.ts";
+import { checkJournal } from "./checks/journal.ts";
+import { checkQuietReads } from "./checks/reads.ts";
+import { checkSchedules } from "./checks/schedules.ts";
+import type { CheckContext } from "./checks/support.ts";
 import type { ArrivalRecord, FaultKind, HistoryRecord, MetaRecord, OpRecord } from "./history.ts";
 
 /**
@@ -23,6 +28,9 @@ import type { ArrivalRecord, FaultKind, HistoryRecord, MetaRecord, OpRecord } fr
  *   commit order (its numbered entries are 1, 2, 3… with no gap or repeat); the counters agree;
  *   no stock appears that no one sent; an unconfirmed hold is released by expiresAt + grace; a
  *   confirmed hold is never released.
+ * - Tenants, schedules and the journal (checks/*.ts): a quiet tenant's lateness beside a noisy one,
+ *   its stats and timeline; every occurrence of a live schedule; no event stuck or answered
+ *   otherwise than the journal records.
  */
 
 export type Rule =
@@ -49,7 +57,15 @@ export type Rule =
   | "stock-beyond-received"
   | "stock-receipt-lost"
   | "hold-never-expired"
-  | "confirmed-hold-released";
+  | "confirmed-hold-released"
+  | "quiet-tenant-late"
+  | "tenant-read-truncated"
+  | "tenant-read-leak"
+  | "tenant-read-slow"
+  | "schedule-occurrence-missed"
+  | "schedule-occurrence-early"
+  | "api-journal-disagree"
+  | "stuck";
 
 export interface Violation {
   readonly rule: Rule;
@@ -119,6 +135,8 @@ function describe(record: HistoryRecord): string {
       return `${iso(record.at)} phase ${record.phase}`;
     case "meta":
       return `${iso(record.startedAt)} soak seed ${record.seed} (${record.profile})`;
+    case "journal":
+      return `${iso(record.at)} journal read: ${record.items.length} items${record.error ? ` (failed: ${record.error})` : ""}`;
   }
 }
 
@@ -206,7 +224,8 @@ export function check(history: readonly HistoryRecord[]): CheckReport {
     }
   }
   for (const record of history) {
-    if (record.kind === "arrival") eventOf(record.id).arrivals.push(record);
+    // A schedule's occurrence ("<schedule>@<instant>") is judged with its schedule (checks/schedules.ts).
+    if (record.kind === "arrival" && !record.id.includes("@")) eventOf(record.id).arrivals.push(record);
   }
 
   const latenesses: number[] = [];
@@ -224,6 +243,20 @@ export function check(history: readonly HistoryRecord[]): CheckReport {
 
   checkLeases(ops, faults, violations);
   checkStock(ops, faults, violations, holdGraceMs);
+  const ctx: CheckContext = {
+    history,
+    ops,
+    faults,
+    meta,
+    bounds: meta?.bounds,
+    finalAt,
+    report: (rule, subject, message, records) =>
+      violations.push({ rule, subject, message, story: story(records, faults) }),
+  };
+  checkQuietLateness(ctx);
+  checkQuietReads(ctx);
+  checkSchedules(ctx);
+  checkJournal(ctx);
 
   const operations: Record<string, number> = {};
   let unknownAnswers = 0;

@@ -1,5 +1,8 @@
 import type { EventSpec, HistoryWriter, Op, OpRecord } from "./history.ts";
 import { type Plan, type PlannedEvent, type PlannedOp, SKUS } from "./plan.ts";
+import type { TenantPlannedOp } from "./plan-tenants.ts";
+import { isTenantOp, tenantOp } from "./tenant-ops.ts";
+import { TENANTS, type TenantName, tenantOfId } from "./tenants.ts";
 
 /**
  * The client load: replays a plan's operations against the HTTP API at their planned times and
@@ -35,6 +38,10 @@ export class ChaosClient {
   }
 
   async perform(planned: PlannedOp, startedAt: number): Promise<OpRecord> {
+    if (isTenantOp(planned)) {
+      const own = tenantOp(planned, startedAt);
+      return this.call(own.op, own.tenant);
+    }
     return this.call(this.toOp(planned, startedAt));
   }
 
@@ -42,7 +49,7 @@ export class ChaosClient {
     return { id: `e-${e.n}`, version: e.version, runAt: startedAt + e.runAtMs, behaviour: e.behaviour };
   }
 
-  private toOp(p: PlannedOp, startedAt: number): Op {
+  private toOp(p: Exclude<PlannedOp, TenantPlannedOp>, startedAt: number): Op {
     switch (p.kind) {
       case "create":
         return { type: "create", event: this.spec(p.event, startedAt) };
@@ -80,8 +87,17 @@ export class ChaosClient {
       type: "webhook",
       runAt: new Date(spec.runAt).toISOString(),
       maxAttempts: 4,
-      payload: { url: this.receiverUrl, body: { k: spec.id, v: spec.version, b: spec.behaviour } },
+      payload: this.payload(spec.id, spec.version, tenantOfId(spec.id), spec.behaviour),
     };
+  }
+
+  /** A webhook payload: the receiver reads who it is (k, v), whose secret signs it (t), and how to answer (b). */
+  private payload(k: string, v: number, t: TenantName, b: EventSpec["behaviour"]) {
+    return { url: this.receiverUrl, body: { k, v, t, b } };
+  }
+
+  private scheduleEvent(id: string, generation: number) {
+    return { type: "webhook", maxAttempts: 4, payload: this.payload(id, generation, "main", {}) };
   }
 
   private request(op: Op): { method: string; path: string; body?: unknown } {
@@ -135,18 +151,48 @@ export class ChaosClient {
         return { method: "GET", path: `/v1/stock/${op.sku}` };
       case "ledger":
         return { method: "GET", path: `/v1/stock/${op.sku}/ledger` };
+      case "limits":
+        return { method: "PUT", path: "/v1/types/webhook/limits", body: op.limits };
+      case "schedule-create":
+        return {
+          method: "POST",
+          path: "/v1/schedules",
+          body: {
+            id: op.id,
+            rate: `${op.everySeconds} seconds`,
+            startAt: new Date(op.startAt).toISOString(),
+            endAt: new Date(op.endAt).toISOString(),
+            event: this.scheduleEvent(op.id, op.generation),
+          },
+        };
+      case "schedule-edit":
+        return {
+          method: "PATCH",
+          path: `/v1/schedules/${op.id}`,
+          body: { event: this.scheduleEvent(op.id, op.generation) },
+        };
+      case "schedule-delete":
+        return { method: "DELETE", path: `/v1/schedules/${op.id}` };
+      case "stats":
+        return { method: "GET", path: "/v1/stats" };
+      case "timeline":
+        return { method: "GET", path: "/v1/timeline?horizon=hour" };
     }
   }
 
-  async call(op: Op): Promise<OpRecord> {
+  /** `tenant` defaults to the one the event id names (the main tenant for everything else). */
+  async call(op: Op, tenant: TenantName = "id" in op ? tenantOfId(op.id) : "main"): Promise<OpRecord> {
     const { method, path, body } = this.request(op);
     const seq = this.seq++;
     const sentAt = Date.now();
     let record: OpRecord;
+    const headers: Record<string, string> = { authorization: `Bearer ${TENANTS[tenant].token}` };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const who = tenant === "main" ? {} : { tenant: TENANTS[tenant].id };
     try {
       const response = await fetch(`${this.api}${path}`, {
         method,
-        headers: body === undefined ? {} : { "content-type": "application/json" },
+        headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(this.timeoutMs),
       });
@@ -157,9 +203,18 @@ export class ChaosClient {
       } catch {
         // Kept as text: a proxy's or a crash's answer is still part of the story.
       }
-      record = { kind: "op", seq, op, sentAt, recvAt: Date.now(), status: response.status, body: parsed };
+      record = {
+        kind: "op",
+        seq,
+        op,
+        sentAt,
+        recvAt: Date.now(),
+        status: response.status,
+        body: parsed,
+        ...who,
+      };
     } catch (error) {
-      record = { kind: "op", seq, op, sentAt, recvAt: Date.now(), error: reason(error) };
+      record = { kind: "op", seq, op, sentAt, recvAt: Date.now(), error: reason(error), ...who };
     }
     this.history.write(record);
     this.learn(record);
@@ -237,6 +292,7 @@ export class ChaosClient {
     for (let page = 0; page < 1_000; page++) {
       const query = cursor ? `?cursor=${encodeURIComponent(cursor)}&limit=100` : "?limit=100";
       const response = await fetch(`${this.api}/v1/stock/${sku}/ledger${query}`, {
+        headers: { authorization: `Bearer ${TENANTS.main.token}` },
         signal: AbortSignal.timeout(this.timeoutMs),
       }).catch(() => undefined);
       if (!response?.ok) return { error: `page ${page} failed` };

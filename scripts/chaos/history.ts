@@ -52,7 +52,35 @@ export type Op =
   | { readonly type: "confirm" | "unhold"; readonly id: string }
   | { readonly type: "reservation"; readonly id: string }
   | { readonly type: "stock"; readonly sku: string }
-  | { readonly type: "ledger"; readonly sku: string };
+  | { readonly type: "ledger"; readonly sku: string }
+  | TenantOp;
+
+/**
+ * Operations of the other tenants and the schedules (see plan-tenants.ts). A schedule's occurrences
+ * carry `{ k: scheduleId, v: generation }` in their webhook body; a generation is one body a
+ * create or an edit gave it, so a delivery says which incarnation of the id it came from.
+ */
+export type TenantOp =
+  | { readonly type: "limits"; readonly limits: LimitsBody }
+  | {
+      readonly type: "schedule-create";
+      readonly id: string;
+      readonly generation: number;
+      readonly startAt: number;
+      readonly endAt: number;
+      readonly everySeconds: number;
+    }
+  | { readonly type: "schedule-edit"; readonly id: string; readonly generation: number }
+  | { readonly type: "schedule-delete"; readonly id: string }
+  | { readonly type: "stats" }
+  | { readonly type: "timeline" };
+
+/** A `PUT /v1/types/webhook/limits` body: the whole set of limits ({} clears them). */
+export interface LimitsBody {
+  readonly paused?: boolean;
+  readonly ratePerSecond?: number;
+  readonly burst?: number;
+}
 
 /** A client operation. `status` is the HTTP status; without one the answer was lost. */
 export interface OpRecord {
@@ -65,6 +93,8 @@ export interface OpRecord {
   readonly body?: unknown;
   /** Why there is no answer: a timeout, a reset connection… ("refused" means it never arrived). */
   readonly error?: string;
+  /** The caller's tenant; absent for the main tenant (every record before tenants existed). */
+  readonly tenant?: string;
 }
 
 /** A webhook delivery as the receiver saw it, by the receiver's clock. */
@@ -97,7 +127,9 @@ export type FaultKind =
   | "redis-flushall"
   | "sqs-restart"
   | "dynamodb-restart"
-  | "worker-skew";
+  | "worker-skew"
+  | "api-skew"
+  | "dispatcher-skew";
 
 export interface MetaRecord {
   readonly kind: "meta";
@@ -108,6 +140,40 @@ export interface MetaRecord {
   readonly holdGraceMs: number;
   /** Every unknown or accepted event is due by this time; later ones are not judged for "never ran". */
   readonly loadEndsAt: number;
+  /** The bounds the tenant, schedule and journal rules judge by (absent in older histories). */
+  readonly bounds?: Bounds;
+}
+
+/**
+ * What the soak's settings imply, written into the history so the checker stays pure. See
+ * checks/fairness.ts for how each is used.
+ */
+export interface Bounds {
+  /** The noisy tenant starts here (epoch ms); the quiet tenant's lateness before it is the baseline. */
+  readonly noisyFrom: number;
+  /** The dispatcher's period. */
+  readonly tickMs: number;
+  /** How long after a fault ends lateness is still the fault's (leases expire, the sweep comes by). */
+  readonly recoveryMs: number;
+  /** Events are claimed this long before they are due: a fault this early can still delay one. */
+  readonly lookAheadMs: number;
+}
+
+/** Every journal item, read straight from DynamoDB after the final reads. */
+export interface JournalRecord {
+  readonly kind: "journal";
+  readonly at: number;
+  readonly items: readonly JournalEntry[];
+  /** Set when the scan failed: the journal rules then judge nothing. */
+  readonly error?: string;
+}
+
+export interface JournalEntry {
+  readonly tenant: string;
+  readonly id: string;
+  readonly status: string;
+  readonly runAt: number;
+  readonly updatedAt: number;
 }
 
 export interface PhaseRecord {
@@ -126,7 +192,14 @@ export interface ExitRecord {
   readonly expected: boolean;
 }
 
-export type HistoryRecord = OpRecord | ArrivalRecord | FaultRecord | MetaRecord | PhaseRecord | ExitRecord;
+export type HistoryRecord =
+  | OpRecord
+  | ArrivalRecord
+  | FaultRecord
+  | MetaRecord
+  | PhaseRecord
+  | ExitRecord
+  | JournalRecord;
 
 export class HistoryWriter {
   private readonly records: HistoryRecord[] = [];

@@ -1,7 +1,7 @@
-import { uniformInt } from "pure-rand/distribution/uniformInt";
 import { xoroshiro128plus } from "pure-rand/generator/xoroshiro128plus";
-import type { RandomGenerator } from "pure-rand/types/RandomGenerator";
+import { Dice } from "./dice.ts";
 import type { Behaviour, FaultKind } from "./history.ts";
+import { planTenantOps, type TenantLoad, type TenantPlannedOp } from "./plan-tenants.ts";
 
 /**
  * Everything the soak will do, drawn from its seed before it starts: the fault schedule, the
@@ -25,7 +25,14 @@ export interface Profile {
   /** Start with every fault kind once, in a seeded order, before drawing by weight. */
   readonly everyKind: boolean;
   /** Relative weights of the fault kinds; 0 leaves a kind out. */
-  readonly faultWeights: Readonly<Record<Exclude<FaultKind, "worker-skew">, number>>;
+  readonly faultWeights: Readonly<Record<Exclude<FaultKind, `${string}-skew`>, number>>;
+  /**
+   * No fault starts or lasts within [k × everyMs, k × everyMs + forMs): the quiet tenant's lateness
+   * is judged there (elsewhere faults excuse almost all of it), and window 0 is its baseline.
+   */
+  readonly calm: { readonly everyMs: number; readonly forMs: number };
+  /** The other tenants' load and the schedules. */
+  readonly tenants: TenantLoad;
 }
 
 export const PROFILES: Readonly<Record<"short" | "long", Profile>> = {
@@ -46,6 +53,15 @@ export const PROFILES: Readonly<Record<"short" | "long", Profile>> = {
       "sqs-restart": 1,
       "dynamodb-restart": 1,
     },
+    calm: { everyMs: 40_000, forMs: 5_000 },
+    tenants: {
+      noisyFromMs: 5_000,
+      noisyCycleMs: 20_000,
+      noisyBatch: 150,
+      quietEveryMs: 800,
+      readEveryMs: 2_000,
+      scheduleEveryMs: 15_000,
+    },
   },
   long: {
     name: "long",
@@ -64,12 +80,21 @@ export const PROFILES: Readonly<Record<"short" | "long", Profile>> = {
       "sqs-restart": 2,
       "dynamodb-restart": 1,
     },
+    calm: { everyMs: 60_000, forMs: 25_000 },
+    tenants: {
+      noisyFromMs: 15_000,
+      noisyCycleMs: 30_000,
+      noisyBatch: 400,
+      quietEveryMs: 500,
+      readEveryMs: 1_500,
+      scheduleEveryMs: 10_000,
+    },
   },
 };
 
 export interface FaultStep {
   readonly atMs: number;
-  readonly kind: Exclude<FaultKind, "worker-skew">;
+  readonly kind: Exclude<FaultKind, `${string}-skew`>;
   /** How long the process stays dead or Redis stays stopped. */
   readonly durationMs: number;
 }
@@ -93,7 +118,8 @@ export type PlannedOp =
       readonly items: readonly { sku: string; quantity: number }[];
       readonly holdSeconds: number;
     }
-  | { readonly kind: "confirm" | "unhold"; readonly reservation: number };
+  | { readonly kind: "confirm" | "unhold"; readonly reservation: number }
+  | TenantPlannedOp;
 
 /** An event to create: `n` names it (e<n>), and a repeat reuses an earlier one's `n`. */
 export interface PlannedEvent {
@@ -109,37 +135,10 @@ export interface Plan {
   readonly faults: readonly FaultStep[];
   /** The worker's clock offset at each of its starts (ms, ±1 s), used in turn. */
   readonly skews: readonly number[];
+  /** The API's and the dispatchers' clock offsets at each of their starts, likewise. */
+  readonly apiSkews: readonly number[];
+  readonly dispatcherSkews: readonly number[];
   readonly ops: readonly { readonly atMs: number; readonly op: PlannedOp }[];
-}
-
-class Dice {
-  constructor(private readonly rng: RandomGenerator) {}
-  int(from: number, to: number): number {
-    return uniformInt(this.rng, from, to);
-  }
-  chance(p: number): boolean {
-    return this.int(0, 999_999) < p * 1_000_000;
-  }
-  pick<T>(items: readonly T[]): T {
-    return items[this.int(0, items.length - 1)]!;
-  }
-  weighted<K extends string>(weights: Readonly<Record<K, number>>): K {
-    const entries = (Object.entries(weights) as [K, number][]).filter(([, w]) => w > 0);
-    let roll = this.int(
-      1,
-      entries.reduce((sum, [, w]) => sum + w, 0),
-    );
-    for (const [key, w] of entries) {
-      roll -= w;
-      if (roll <= 0) return key;
-    }
-    return entries[entries.length - 1]![0];
-  }
-  /** An exponential gap with this mean, cut at 4× the mean so a schedule never goes quiet for long. */
-  gap(meanMs: number): number {
-    const u = (this.int(1, 1_000_000) / 1_000_001) as number;
-    return Math.round(Math.min(4 * meanMs, -Math.log(u) * meanMs));
-  }
 }
 
 export const LEASE_NAMES = ["chaos-a", "chaos-b"];
@@ -151,12 +150,18 @@ export function makePlan(seed: number, profile: Profile): Plan {
   const faultDice = new Dice(xoroshiro128plus(seed));
   const skewDice = new Dice(xoroshiro128plus(seed ^ 0x5eed));
   const opDice = new Dice(xoroshiro128plus(seed ^ 0x0b5));
+  const tenantDice = new Dice(xoroshiro128plus(seed ^ 0x7e4a));
+  const roleSkewDice = new Dice(xoroshiro128plus(seed ^ 0xc10c));
   return {
     seed,
     profile,
     faults: planFaults(faultDice, profile),
     skews: Array.from({ length: 64 }, () => skewDice.int(-1_000, 1_000)),
-    ops: planOps(opDice, profile),
+    apiSkews: Array.from({ length: 64 }, () => roleSkewDice.int(-1_000, 1_000)),
+    dispatcherSkews: Array.from({ length: 64 }, () => roleSkewDice.int(-1_000, 1_000)),
+    ops: [...planOps(opDice, profile), ...planTenantOps(tenantDice, profile.tenants, profile.loadMs)].sort(
+      (a, b) => a.atMs - b.atMs,
+    ),
   };
 }
 
@@ -180,6 +185,14 @@ function planFaults(dice: Dice, profile: Profile): FaultStep[] {
           : kind === "sqs-restart"
             ? dice.int(100, 1_500)
             : 0;
+    // Moved past a calm window it would start in or reach into (a restart of DynamoDB Local
+    // takes seconds however long its planned duration).
+    const { everyMs, forMs } = profile.calm;
+    const windowStart = Math.ceil(at / everyMs) * everyMs;
+    const into = at % everyMs < forMs || at + Math.max(durationMs, 3_000) > windowStart;
+    if (into)
+      at = (at % everyMs < forMs ? Math.floor(at / everyMs) : Math.ceil(at / everyMs)) * everyMs + forMs;
+    if (at >= profile.loadMs - 5_000) break;
     faults.push({ atMs: at, kind, durationMs });
     at += durationMs + dice.gap(profile.faultGapMs);
   }

@@ -10,7 +10,8 @@ import type { Behaviour, HistoryWriter } from "./history.ts";
  */
 export class Receiver {
   private server: Server | undefined;
-  private hook: Webhook | undefined;
+  /** Each tenant signs with its own secret; the body's `t` names the tenant (absent: main). */
+  private readonly hooks = new Map<string, Webhook>();
   private readonly open = new Set<ServerResponse>();
 
   constructor(
@@ -19,9 +20,9 @@ export class Receiver {
     private readonly hangMs: number,
   ) {}
 
-  /** Signature checks start once the secret is known (it is read from the API). */
-  useSecret(secret: string): void {
-    this.hook = new Webhook(secret);
+  /** Signature checks start once the tenant's secret is known (it is read from the API). */
+  useSecret(tenant: string, secret: string): void {
+    this.hooks.set(tenant, new Webhook(secret));
   }
 
   async start(): Promise<string> {
@@ -40,7 +41,7 @@ export class Receiver {
     const at = Date.now();
     let raw = "";
     for await (const chunk of req) raw += chunk;
-    let body: { k?: string; v?: number; b?: Behaviour } = {};
+    let body: { k?: string; v?: number; t?: string; b?: Behaviour } = {};
     try {
       body = JSON.parse(raw) as typeof body;
     } catch {
@@ -49,9 +50,10 @@ export class Receiver {
     const attempt = Number(req.headers["hourglass-attempt"] ?? 0);
     const id = String(req.headers["webhook-id"] ?? body.k ?? "");
     let signatureOk = false;
+    const hook = this.hooks.get(body.t ?? "main");
     try {
-      this.hook?.verify(raw, req.headers as Record<string, string>);
-      signatureOk = this.hook !== undefined;
+      hook?.verify(raw, req.headers as Record<string, string>);
+      signatureOk = hook !== undefined;
     } catch {
       signatureOk = false;
     }

@@ -12,6 +12,7 @@ import { freePorts } from "../../test/support/redis-servers.ts";
 import { type CheckReport, check } from "./checker.ts";
 import { ChaosClient } from "./client.ts";
 import { type FaultKind, HistoryWriter } from "./history.ts";
+import { journalSnapshot } from "./journal-snapshot.ts";
 import { type FaultStep, makePlan, type Plan, type Profile } from "./plan.ts";
 import { Receiver } from "./receiver.ts";
 import {
@@ -26,6 +27,7 @@ import {
   sqsAnswers,
   waitUntil,
 } from "./services.ts";
+import { API_TOKENS, TENANTS, type TenantName } from "./tenants.ts";
 
 export interface SoakOptions {
   readonly seed: number;
@@ -101,12 +103,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     HOURGLASS_LOOKAHEAD_SECONDS: "5",
     HOURGLASS_SHARDS: "8",
     HOURGLASS_SHARD_GROUPS: "2",
+    HOURGLASS_API_TOKENS: API_TOKENS,
     LOG_LEVEL: "WARN",
   };
   const config = loadConfig(env);
 
   let stopping = false;
-  let skewIndex = 0;
+  const skewIndex = { api: 0, dispatcher: 0, worker: 0 };
   const exits: string[] = [];
   const servers: GuardedServer[] = [];
   const redis = redisServer(ports.redis, runDir);
@@ -116,13 +119,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const roleArgs = (role: string) => () => {
     const own = { ...env };
     const args = [...tsx];
-    if (role === "worker") {
-      const skew = plan.skews[skewIndex++ % plan.skews.length]!;
-      own.CHAOS_CLOCK_SKEW_MS = String(skew);
-      args.push("--import", join(HERE, "skew.mjs"));
-      const at = Date.now();
-      history.write({ kind: "fault", fault: "worker-skew", at, endAt: at, detail: `${skew} ms` });
-    }
+    // Every role's clock is off by its own amount, so API, dispatchers and worker disagree.
+    const skews = role === "worker" ? plan.skews : role === "api" ? plan.apiSkews : plan.dispatcherSkews;
+    const r = role as keyof typeof skewIndex;
+    const skew = skews[skewIndex[r]++ % skews.length]!;
+    own.CHAOS_CLOCK_SKEW_MS = String(skew);
+    args.push("--import", join(HERE, "skew.mjs"));
+    const at = Date.now();
+    history.write({ kind: "fault", fault: `${r}-skew`, at, endAt: at, detail: `${skew} ms` });
     return { args: [...args, join(HERE, "role.ts"), role], env: own };
   };
   // A part that dies on its own (a crash, a failed start while a server is down) is started again.
@@ -149,6 +153,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const roles = {
     api: supervised("api", roleArgs("api")),
     dispatcher: supervised("dispatcher", roleArgs("dispatcher")),
+    // A second dispatcher, as two overlapping EventBridge invocations would be: two materializers
+    // and two claimers at once (only the first is killed by the faults).
+    "dispatcher-2": supervised("dispatcher-2", roleArgs("dispatcher")),
     worker: supervised("worker", roleArgs("worker")),
   };
   const receiver = new Receiver(history, WEBHOOK_TIMEOUT_MS + 2_000);
@@ -191,14 +198,19 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const receiverUrl = await receiver.start();
     roles.api.start();
     roles.dispatcher.start();
+    roles["dispatcher-2"].start();
     roles.worker.start();
     await waitUntil("api", () => httpAnswers(`${api}/health`), 120_000);
-    const secret = (await (await fetch(`${api}/v1/webhook-secret`)).json()) as { secret: string };
-    receiver.useSecret(secret.secret);
+    for (const name of Object.keys(TENANTS) as TenantName[]) {
+      const response = await fetch(`${api}/v1/webhook-secret`, {
+        headers: { authorization: `Bearer ${TENANTS[name].token}` },
+      });
+      receiver.useSecret(name, ((await response.json()) as { secret: string }).secret);
+    }
     // The load starts once every part is up, so the first fault does not kill a process mid-boot.
     await waitUntil(
       "dispatcher and worker",
-      async () => roles.dispatcher.ready && roles.worker.ready,
+      async () => roles.dispatcher.ready && roles["dispatcher-2"].ready && roles.worker.ready,
       120_000,
     );
     log(`stack up in ${Math.round((Date.now() - began) / 1000)} s; load for ${plan.profile.loadMs / 1000} s`);
@@ -213,6 +225,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       startedAt,
       holdGraceMs: HOLD_GRACE_MS,
       loadEndsAt: loadEndsAt + 2_000,
+      bounds: {
+        noisyFrom: startedAt + plan.profile.tenants.noisyFromMs,
+        tickMs: config.tickMs,
+        // A dead dispatcher's lease expires, then the recovery sweep comes by after its grace.
+        recoveryMs: (5 + 5 + 2) * 1_000,
+        lookAheadMs: 5_000,
+      },
     });
     history.write({ kind: "phase", phase: "load", at: startedAt });
 
@@ -281,6 +300,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     await Promise.all([client.run(plan, startedAt, loadEndsAt, () => stopping), faults]);
     // Every part is up again for the quiet period.
     for (const role of Object.values(roles)) if (!role.running) role.start();
+    // The noisy tenant's limits are lifted for certain (its last planned lift may have been lost), so
+    // its held backlog drains in the quiet period like every other event.
+    for (
+      let i = 0;
+      i < 30 && (await client.call({ type: "limits", limits: {} }, "noisy")).status !== 200;
+      i++
+    )
+      await sleep(1_000);
     const quietAt = Date.now();
     history.write({ kind: "phase", phase: "quiet", at: quietAt });
     log(`load done (${plan.ops.length} planned operations); quiet period`);
@@ -293,6 +320,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     history.write({ kind: "phase", phase: "final", at: Date.now() });
     const reservations = plan.ops.filter((o) => o.op.kind === "hold").length;
     await client.finalReads(reservations);
+    history.write(await journalSnapshot(dynamoClient, config.tables.events));
     // A stale delivery after the final reads would still be caught by the final-is-final rule.
     await sleep(2_000);
     history.write({ kind: "phase", phase: "end", at: Date.now() });

@@ -32,4 +32,45 @@ describe("the soak's plan", () => {
     expect(new Set(creates.map((e) => e.n)).size).toBeLessThan(creates.filter((e) => e.version === 1).length);
     for (const skew of plan.skews) expect(Math.abs(skew)).toBeLessThanOrEqual(1_000);
   });
+
+  it("adds the other tenants' load, the schedules' lives, every role's clock skew, and calm windows without faults", () => {
+    for (const profile of [PROFILES.short, PROFILES.long]) {
+      const plan = makePlan(8, { ...profile, loadMs: Math.max(profile.loadMs, 60_000) });
+      const kinds = plan.ops.map((o) => o.op.kind);
+      for (const kind of [
+        "noisy-batch",
+        "quiet-create",
+        "limits",
+        "read",
+        "schedule-create",
+        "schedule-delete",
+        "schedule-edit",
+      ])
+        expect(kinds, `${profile.name}: ${kind}`).toContain(kind);
+      // Paused, then rate-limited, then lifted; the last word is always "no limits".
+      const limits = plan.ops.flatMap((o) => (o.op.kind === "limits" ? [o.op.limits] : []));
+      expect(limits.some((l) => l.paused)).toBe(true);
+      expect(limits.some((l) => l.ratePerSecond !== undefined)).toBe(true);
+      expect(limits.at(-1)).toEqual({});
+      // Every schedule is created twice under the same id, with the same instants.
+      const creates = plan.ops.flatMap((o) => (o.op.kind === "schedule-create" ? [o.op] : []));
+      for (const c of creates) {
+        const twins = creates.filter((o) => o.id === c.id);
+        expect(twins).toHaveLength(2);
+        expect(twins[0]!.startAtMs).toBe(twins[1]!.startAtMs);
+      }
+      // The noisy tenant's batches dwarf the quiet tenant's single creates.
+      const batch = plan.ops.find((o) => o.op.kind === "noisy-batch")!.op;
+      expect(batch.kind === "noisy-batch" && batch.events.length).toBeGreaterThanOrEqual(150);
+      expect(plan.apiSkews.length).toBeGreaterThan(0);
+      expect(plan.dispatcherSkews).not.toEqual(plan.apiSkews);
+      const { everyMs, forMs } = plan.profile.calm;
+      for (const f of plan.faults) {
+        expect(f.atMs % everyMs, `${profile.name} fault at ${f.atMs}`).toBeGreaterThanOrEqual(forMs);
+        expect(f.atMs + f.durationMs, `${profile.name} fault at ${f.atMs}`).toBeLessThanOrEqual(
+          Math.ceil(f.atMs / everyMs) * everyMs,
+        );
+      }
+    }
+  });
 });

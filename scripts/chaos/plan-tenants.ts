@@ -1,0 +1,127 @@
+import type { Dice } from "./dice.ts";
+import type { LimitsBody } from "./history.ts";
+
+/**
+ * The load beside the main tenant's, drawn from the seed like the rest of the plan:
+ * - the noisy tenant, in cycles: it pauses its type, sends a large batch that falls due while
+ *   held, rate-limits the type, lifts every limit, then sends another large batch due in one
+ *   second; so there are held (paused, rate-limited, overdue, still `scheduled`) backlogs and very
+ *   unequal ones (hundreds of events per shard against a handful);
+ * - the quiet tenant: a steady trickle of events due soon, and reads of its own `/v1/stats` and
+ *   `/v1/timeline` (their lateness and their answers are judged, checks/fairness.ts, reads.ts);
+ * - schedules of the main tenant: each is deleted and created again under the same id with the
+ *   same instants, and edited shortly before its end (checks/schedules.ts).
+ * Times are offsets from the start of the load, as in plan.ts.
+ */
+export interface TenantLoad {
+  /** The noisy tenant's first cycle starts here; the quiet tenant's lateness before it is the baseline. */
+  readonly noisyFromMs: number;
+  /** One noisy cycle this often. */
+  readonly noisyCycleMs: number;
+  /** Events in each of a cycle's two batches (a batch request takes 500 at most). */
+  readonly noisyBatch: number;
+  /** Mean gap between two of the quiet tenant's creates. */
+  readonly quietEveryMs: number;
+  /** Mean gap between two of the quiet tenant's reads (stats and timeline in turn). */
+  readonly readEveryMs: number;
+  /** A new schedule this often (0: none). */
+  readonly scheduleEveryMs: number;
+}
+
+/** An event of the noisy or the quiet tenant: `n` numbers it within its tenant (n-<n>, q-<n>). */
+export interface TenantEvent {
+  readonly n: number;
+  readonly runAtMs: number;
+}
+
+export type TenantPlannedOp =
+  | { readonly kind: "noisy-batch"; readonly events: readonly TenantEvent[] }
+  | { readonly kind: "quiet-create"; readonly event: TenantEvent }
+  | { readonly kind: "limits"; readonly limits: LimitsBody }
+  | {
+      readonly kind: "schedule-create";
+      readonly id: string;
+      readonly generation: number;
+      /** On a whole second of the load's clock (the client rounds the absolute time up). */
+      readonly startAtMs: number;
+      readonly endAtMs: number;
+      readonly everySeconds: number;
+    }
+  | { readonly kind: "schedule-edit"; readonly id: string; readonly generation: number }
+  | { readonly kind: "schedule-delete"; readonly id: string }
+  | { readonly kind: "read"; readonly what: "stats" | "timeline" };
+
+/** Occurrences of a chaos schedule: every 2 s, six of them. */
+const SCHEDULE_EVERY_S = 2;
+const SCHEDULE_OCCURRENCES = 6;
+
+export function planTenantOps(
+  dice: Dice,
+  load: TenantLoad,
+  loadMs: number,
+): { atMs: number; op: TenantPlannedOp }[] {
+  const ops: { atMs: number; op: TenantPlannedOp }[] = [];
+  // Every limit is lifted before the load ends, so the held backlog can drain in the quiet period.
+  const lastLimitAt = loadMs - 2_000;
+  let noisy = 0;
+  const batch = (atMs: number, dueFrom: number, spreadMs: number) => {
+    const events = Array.from({ length: load.noisyBatch }, () => ({
+      n: noisy++,
+      runAtMs: dueFrom + dice.int(0, spreadMs),
+    }));
+    ops.push({ atMs, op: { kind: "noisy-batch", events } });
+  };
+  for (let c = load.noisyFromMs; c + 0.7 * load.noisyCycleMs < lastLimitAt; c += load.noisyCycleMs) {
+    const cycle = load.noisyCycleMs;
+    ops.push({ atMs: c, op: { kind: "limits", limits: { paused: true } } });
+    // Due while the type is paused: an overdue held backlog, still `scheduled`.
+    batch(c + 300, c + 2_000, 1_000);
+    const rate = dice.int(5, 30);
+    ops.push({
+      atMs: c + Math.round(0.35 * cycle),
+      op: { kind: "limits", limits: { ratePerSecond: rate, burst: rate } },
+    });
+    ops.push({ atMs: c + Math.round(0.6 * cycle), op: { kind: "limits", limits: {} } });
+    // Unlimited, all due in the same second: hundreds per shard beside the quiet tenant's few.
+    const at = c + Math.round(0.65 * cycle);
+    batch(at, at + 3_000, 999);
+  }
+  if (load.noisyFromMs < lastLimitAt) ops.push({ atMs: lastLimitAt, op: { kind: "limits", limits: {} } });
+
+  let quiet = 0;
+  for (let at = dice.gap(load.quietEveryMs); at < loadMs; at += Math.max(50, dice.gap(load.quietEveryMs))) {
+    ops.push({
+      atMs: at,
+      op: { kind: "quiet-create", event: { n: quiet++, runAtMs: at + dice.int(0, 3_000) } },
+    });
+  }
+  let read = 0;
+  for (let at = dice.gap(load.readEveryMs); at < loadMs; at += Math.max(100, dice.gap(load.readEveryMs))) {
+    ops.push({ atMs: at, op: { kind: "read", what: read++ % 2 === 0 ? "stats" : "timeline" } });
+  }
+
+  let generation = 0;
+  let s = 0;
+  const span = SCHEDULE_EVERY_S * SCHEDULE_OCCURRENCES * 1_000;
+  for (let at = 2_000; load.scheduleEveryMs > 0 && at + 3_000 + span < loadMs; at += load.scheduleEveryMs) {
+    const id = `s-${s++}`;
+    const startAtMs = at + 2_000;
+    const endAtMs = startAtMs + span;
+    const shape = { id, startAtMs, endAtMs, everySeconds: SCHEDULE_EVERY_S };
+    ops.push({ atMs: at, op: { kind: "schedule-create", generation: ++generation, ...shape } });
+    // Deleted once its first occurrences are materialized (a look-ahead early), then created
+    // again under the same id with the same instants.
+    const deleteAt = at + dice.int(2_500, 5_000);
+    ops.push({ atMs: deleteAt, op: { kind: "schedule-delete", id } });
+    ops.push({
+      atMs: deleteAt + dice.int(100, 800),
+      op: { kind: "schedule-create", generation: ++generation, ...shape },
+    });
+    // Edited near its end: the materializers' last pass races the edit.
+    ops.push({
+      atMs: endAtMs - dice.int(1_000, 3_500),
+      op: { kind: "schedule-edit", id, generation: ++generation },
+    });
+  }
+  return ops;
+}
