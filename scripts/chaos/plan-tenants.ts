@@ -4,9 +4,10 @@ import type { LimitsBody } from "./history.ts";
 /**
  * The load beside the main tenant's, drawn from the seed like the rest of the plan:
  * - the noisy tenant, in cycles: it pauses its type, sends a large batch that falls due while
- *   held, rate-limits the type, lifts every limit, then sends another large batch due in one
- *   second; so there are held (paused, rate-limited, overdue, still `scheduled`) backlogs and very
- *   unequal ones (hundreds of events per shard against a handful);
+ *   held, rate-limits the type, lifts every limit, then sends a burst due in one second; so there
+ *   are held (paused, rate-limited, overdue, still `scheduled`) backlogs and very unequal ones
+ *   (over a hundred events per shard against a handful). A cycle starts 10 s before a calm window
+ *   (plan.ts), so its held backlog and its burst fall due inside it, where lateness is judged;
  * - the quiet tenant: a steady trickle of events due soon, and reads of its own `/v1/stats` and
  *   `/v1/timeline` (their lateness and their answers are judged, checks/fairness.ts, reads.ts);
  * - schedules of the main tenant: each is deleted and created again under the same id with the
@@ -16,10 +17,15 @@ import type { LimitsBody } from "./history.ts";
 export interface TenantLoad {
   /** The noisy tenant's first cycle starts here; the quiet tenant's lateness before it is the baseline. */
   readonly noisyFromMs: number;
-  /** One noisy cycle this often. */
+  /** One noisy cycle this often (the calm windows' period, so each cycle's peak falls in one). */
   readonly noisyCycleMs: number;
-  /** Events in each of a cycle's two batches (a batch request takes 500 at most). */
+  /** Events of a cycle's held backlog (one batch request: 500 at most). */
   readonly noisyBatch: number;
+  /**
+   * Events of a cycle's burst, all due in one second (in batches of 500): past 128 per shard at 8
+   * shards, where fair claims were seen to stop being fair.
+   */
+  readonly noisyBurst: number;
   /** Mean gap between two of the quiet tenant's creates. */
   readonly quietEveryMs: number;
   /** Mean gap between two of the quiet tenant's reads (stats and timeline in turn). */
@@ -64,27 +70,26 @@ export function planTenantOps(
   // Every limit is lifted before the load ends, so the held backlog can drain in the quiet period.
   const lastLimitAt = loadMs - 2_000;
   let noisy = 0;
-  const batch = (atMs: number, dueFrom: number, spreadMs: number) => {
+  const held = (atMs: number, dueFrom: number) => {
     const events = Array.from({ length: load.noisyBatch }, () => ({
       n: noisy++,
-      runAtMs: dueFrom + dice.int(0, spreadMs),
+      runAtMs: dueFrom + dice.int(0, 1_000),
     }));
     ops.push({ atMs, op: { kind: "noisy-batch", events } });
   };
-  for (let c = load.noisyFromMs; c + 0.7 * load.noisyCycleMs < lastLimitAt; c += load.noisyCycleMs) {
-    const cycle = load.noisyCycleMs;
+  for (let c = load.noisyFromMs; c + 30_000 < lastLimitAt; c += load.noisyCycleMs) {
     ops.push({ atMs: c, op: { kind: "limits", limits: { paused: true } } });
-    // Due while the type is paused: an overdue held backlog, still `scheduled`.
-    batch(c + 300, c + 2_000, 1_000);
+    // Due while the type is paused: an overdue held backlog, still `scheduled`, for 20 s.
+    held(c + 300, c + 2_000);
     const rate = dice.int(5, 30);
-    ops.push({
-      atMs: c + Math.round(0.35 * cycle),
-      op: { kind: "limits", limits: { ratePerSecond: rate, burst: rate } },
-    });
-    ops.push({ atMs: c + Math.round(0.6 * cycle), op: { kind: "limits", limits: {} } });
-    // Unlimited, all due in the same second: hundreds per shard beside the quiet tenant's few.
-    const at = c + Math.round(0.65 * cycle);
-    batch(at, at + 3_000, 999);
+    ops.push({ atMs: c + 18_000, op: { kind: "limits", limits: { ratePerSecond: rate, burst: rate } } });
+    ops.push({ atMs: c + 24_000, op: { kind: "limits", limits: {} } });
+    // Unlimited, all due in the same second.
+    const due = c + 29_000 + dice.int(0, 500);
+    for (let left = load.noisyBurst; left > 0; left -= 500) {
+      const events = Array.from({ length: Math.min(500, left) }, () => ({ n: noisy++, runAtMs: due }));
+      ops.push({ atMs: c + 26_000 + dice.int(0, 300), op: { kind: "noisy-batch", events } });
+    }
   }
   if (load.noisyFromMs < lastLimitAt) ops.push({ atMs: lastLimitAt, op: { kind: "limits", limits: {} } });
 

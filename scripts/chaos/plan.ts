@@ -56,8 +56,9 @@ export const PROFILES: Readonly<Record<"short" | "long", Profile>> = {
     calm: { everyMs: 40_000, forMs: 5_000 },
     tenants: {
       noisyFromMs: 5_000,
-      noisyCycleMs: 20_000,
+      noisyCycleMs: 40_000,
       noisyBatch: 150,
+      noisyBurst: 300,
       quietEveryMs: 800,
       readEveryMs: 2_000,
       scheduleEveryMs: 15_000,
@@ -82,9 +83,11 @@ export const PROFILES: Readonly<Record<"short" | "long", Profile>> = {
     },
     calm: { everyMs: 60_000, forMs: 25_000 },
     tenants: {
-      noisyFromMs: 15_000,
-      noisyCycleMs: 30_000,
+      // 10 s before each calm window but the first (the baseline).
+      noisyFromMs: 50_000,
+      noisyCycleMs: 60_000,
       noisyBatch: 400,
+      noisyBurst: 1_200,
       quietEveryMs: 500,
       readEveryMs: 1_500,
       scheduleEveryMs: 10_000,

@@ -193,6 +193,23 @@ describe("every occurrence of a live schedule runs", () => {
     expect(rules(create(T, 1), del, again, ...stale)).toHaveLength(4);
   });
 
+  it("a delete still on its way when the id is created again ends only the incarnation its answer names", () => {
+    // Soak seed 8 (3 minutes), s-0: the delete took 5.5 s and answered with generation 1's body
+    // after the re-create had answered 201; the new incarnation's occurrences never ran.
+    const body = (v: number) => ({
+      id: "s-0",
+      event: { type: "webhook", payload: { body: { k: "s-0", v } } },
+    });
+    const slowDelete = op({ type: "schedule-delete", id: "s-0" }, T + 3_000, T + 8_500, 200, body(1));
+    const again = create(T + 3_200, 2);
+    expect(rules(create(T, 1), slowDelete, again, occ(2_000, 1))).toHaveLength(4);
+    // Had it answered with generation 2's body, or been lost, the new incarnation may be gone.
+    const named2 = op({ type: "schedule-delete", id: "s-0" }, T + 3_000, T + 8_500, 200, body(2));
+    expect(rules(create(T, 1), named2, again, occ(2_000, 1))).toEqual([]);
+    const lost = op({ type: "schedule-delete", id: "s-0" }, T + 3_000, T + 8_500, undefined, undefined);
+    expect(rules(create(T, 1), { ...lost, error: "timeout" }, again, occ(2_000, 1))).toEqual([]);
+  });
+
   it("edited near its end: the instants after the edit still run, with either body", () => {
     const edit = op({ type: "schedule-edit", id: "s-0", generation: 2 }, T + 9_500, T + 9_600, 200, {});
     expect(rules(create(T, 1), edit, ...all.slice(0, 4).map((t) => occ(t)), occ(12_000, 2))).toEqual([]);

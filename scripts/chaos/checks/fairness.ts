@@ -13,8 +13,10 @@ import {
  * Invariant 7 as lateness: the quiet tenant's events keep their normal lateness while the noisy
  * tenant holds, rate-limits and floods its own backlog.
  *
- * - Lateness of a quiet event: its first delivery (receiver's clock) minus the runAt its create
- *   answered 201 for (the quiet tenant never reschedules or cancels).
+ * - Lateness of a quiet event: its first delivery (receiver's clock) minus the later of the runAt
+ *   its create answered 201 for and that answer's arrival (the event may not have existed before
+ *   it; a slow create is not the dispatcher's lateness). The quiet tenant never reschedules or
+ *   cancels.
  * - Excused: an event a fault may have delayed, i.e. a fault, its recovery included, overlaps the
  *   span from a look-ahead before its runAt (when it could be claimed) to its first delivery.
  * - Normal lateness (the baseline): the p99 of the unexcused quiet events due before the noisy
@@ -43,7 +45,7 @@ export function checkQuietLateness(ctx: CheckContext): void {
     samples.push({
       id: r.op.event.id,
       runAt,
-      late: arrival.at - runAt,
+      late: arrival.at - Math.max(runAt, r.recvAt),
       records: [r, ...(arrivals.get(r.op.event.id) ?? [])],
     });
   }

@@ -1,12 +1,15 @@
 import { parseOccurrenceId } from "../../../shared/model/occurrence-id.ts";
 import type { ArrivalRecord, OpRecord } from "../history.ts";
-import { type CheckContext, faultNear, mayHaveActed } from "./support.ts";
+import { type CheckContext, faultNear, field, mayHaveActed } from "./support.ts";
 
 /**
  * Every occurrence of a live schedule runs, once it is due, and never before its instant.
  *
  * An incarnation of a schedule id begins when a create answers 201 and ends when a delete that may
- * have acted is sent (a later create of the id is a new incarnation, with its own generations). Its
+ * have acted on it is sent (a later create of the id is a new incarnation, with its own
+ * generations). A delete that answered 200 names what it deleted (its body's generation): it ends
+ * that incarnation only. One whose answer was lost may have ended any incarnation live while it was
+ * on its way. Its
  * instants are startAt + k × interval before endAt. An instant is judged when it falls at least
  * 1 s after the create's answer, at least SLACK before a delete was sent, before the load
  * ended, no edit was on its way within 1 s of it (the edit replaces the unstarted occurrences:
@@ -44,6 +47,7 @@ export function checkSchedules(ctx: CheckContext): void {
   const incarnations: Incarnation[] = [];
   const current = new Map<string, Incarnation>();
   const byId = new Map<string, OpRecord[]>();
+  const deletes: OpRecord[] = [];
   for (const r of [...ctx.ops].sort((a, b) => a.sentAt - b.sentAt)) {
     const op = r.op;
     if (op.type !== "schedule-create" && op.type !== "schedule-edit" && op.type !== "schedule-delete")
@@ -64,9 +68,22 @@ export function checkSchedules(ctx: CheckContext): void {
     } else if (op.type === "schedule-edit" && live && mayHaveActed(r)) {
       live.generations.add(op.generation);
       live.edits.push(r);
-    } else if (op.type === "schedule-delete" && live && mayHaveActed(r)) {
-      live.deletedAt = Math.min(live.deletedAt, r.sentAt);
-      current.delete(op.id);
+    } else if (op.type === "schedule-delete" && mayHaveActed(r)) {
+      deletes.push(r);
+      if (live && deletedGeneration(r) === undefined) current.delete(op.id);
+    }
+  }
+  for (const d of deletes) {
+    if (d.op.type !== "schedule-delete") continue;
+    const named = deletedGeneration(d);
+    for (const inc of incarnations) {
+      if (inc.id !== d.op.id) continue;
+      const hit =
+        named !== undefined
+          ? inc.generations.has(named)
+          : inc.create.recvAt <= d.recvAt && inc.deletedAt >= d.sentAt;
+      if (hit) inc.deletedAt = Math.min(inc.deletedAt, Math.max(d.sentAt, inc.create.sentAt));
+      if (hit && named !== undefined && current.get(inc.id) === inc) current.delete(inc.id);
     }
   }
 
@@ -98,4 +115,11 @@ export function checkSchedules(ctx: CheckContext): void {
       );
     }
   }
+}
+
+/** The generation a delete that answered 200 says it deleted (the schedule's event body `v`). */
+function deletedGeneration(r: OpRecord): number | undefined {
+  if (r.status !== 200) return undefined;
+  const v = field(field(field(field(r.body, "event"), "payload"), "body"), "v");
+  return typeof v === "number" ? v : undefined;
 }
