@@ -40,6 +40,11 @@ export class ChaosClient {
   async perform(planned: PlannedOp, startedAt: number): Promise<OpRecord> {
     if (isTenantOp(planned)) {
       const own = tenantOp(planned, startedAt);
+      if (planned.kind === "schedule-recreate") {
+        // Two records in the history: the delete, then the create once the id is free.
+        const deleted = await this.call({ type: "schedule-delete", id: planned.id }, own.tenant);
+        if (deleted.status !== 200 && deleted.status !== 404) return deleted;
+      }
       return this.call(own.op, own.tenant);
     }
     return this.call(this.toOp(planned, startedAt));

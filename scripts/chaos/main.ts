@@ -18,9 +18,18 @@ const int = (name: string) => (value: string) => {
   return n;
 };
 const program = new Command("chaos")
-  .option("--seed <n>", "seed of the fault schedule and the client plan", int("seed"), 1)
+  .option(
+    "--seed <n>",
+    "seed of the fault schedule, the clock skews and the client plan (three tenants, schedules)",
+    int("seed"),
+    1,
+  )
   .option("--minutes <n>", "length of the load (the long profile's faults and rates)", Number)
-  .option("--profile <name>", "short (1 minute of load, as in npm test) or long", "long")
+  .option(
+    "--profile <name>",
+    "short (40 s of load, as in npm test) or long (10 minutes unless --minutes; a noisy cycle every minute)",
+    "long",
+  )
   .option("--out <dir>", "run directory (default .hourglass/chaos/<seed>-<time>)")
   .option("--check <history>", "only check a recorded history.jsonl")
   .parse();

@@ -54,7 +54,15 @@ export type TenantPlannedOp =
       readonly everySeconds: number;
     }
   | { readonly kind: "schedule-edit"; readonly id: string; readonly generation: number }
-  | { readonly kind: "schedule-delete"; readonly id: string }
+  | {
+      /** Deletes the schedule, then, once the delete answered 200 or 404, creates it again. */
+      readonly kind: "schedule-recreate";
+      readonly id: string;
+      readonly generation: number;
+      readonly startAtMs: number;
+      readonly endAtMs: number;
+      readonly everySeconds: number;
+    }
   | { readonly kind: "read"; readonly what: "stats" | "timeline" };
 
 /** Occurrences of a chaos schedule: every 2 s, six of them. */
@@ -114,17 +122,16 @@ export function planTenantOps(
     const endAtMs = startAtMs + span;
     const shape = { id, startAtMs, endAtMs, everySeconds: SCHEDULE_EVERY_S };
     ops.push({ atMs: at, op: { kind: "schedule-create", generation: ++generation, ...shape } });
-    // Deleted once its first occurrences are materialized (a look-ahead early), then created
-    // again under the same id with the same instants.
-    const deleteAt = at + dice.int(2_500, 5_000);
-    ops.push({ atMs: deleteAt, op: { kind: "schedule-delete", id } });
+    // Deleted once its first occurrences are materialized (a look-ahead early), then, as soon as
+    // the delete answered, created again under the same id with the same instants.
     ops.push({
-      atMs: deleteAt + dice.int(100, 800),
-      op: { kind: "schedule-create", generation: ++generation, ...shape },
+      atMs: at + dice.int(2_500, 5_000),
+      op: { kind: "schedule-recreate", generation: ++generation, ...shape },
     });
-    // Edited near its end: the materializers' last pass races the edit.
+    // Edited near its end (one instant or two before it, so the edit still fires before endAt):
+    // the materializers' last pass races the edit.
     ops.push({
-      atMs: endAtMs - dice.int(1_000, 3_500),
+      atMs: endAtMs - dice.int(2_500, 4_500),
       op: { kind: "schedule-edit", id, generation: ++generation },
     });
   }

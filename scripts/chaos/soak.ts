@@ -54,9 +54,11 @@ const WEBHOOK_TIMEOUT_MS = 5_000;
 const HOLD_GRACE_MS = 15_000;
 
 /**
- * Runs one soak: its own Redis, DynamoDB Local and fauxqs on free ports, the API, the dispatcher and
- * the worker as three processes, the receiver and the client load in this one, and the seed's
- * fault schedule. Then a quiet period, the final reads, and the checker over the whole history.
+ * Runs one soak: its own Redis, DynamoDB Local and fauxqs on free ports (the OS's ephemeral range,
+ * never the shared stack's), the API, two dispatchers and the worker as four processes, each with
+ * its own clock skew, the receiver and the client load of three tenants in this one, and the
+ * seed's fault schedule. Then a quiet period, the final reads, a read of the whole journal, and
+ * the checker over the whole history.
  */
 export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const began = Date.now();

@@ -23,7 +23,8 @@ export function tenantOp(p: TenantPlannedOp, startedAt: number): { op: Op; tenan
       return { op: { type: "limits", limits: p.limits }, tenant: "noisy" };
     case "read":
       return { op: { type: p.what }, tenant: "quiet" };
-    case "schedule-create": {
+    case "schedule-create":
+    case "schedule-recreate": {
       // On a whole second, so the instants are the same for every incarnation of the id.
       const startAt = Math.ceil((startedAt + p.startAtMs) / 1_000) * 1_000;
       return {
@@ -40,8 +41,6 @@ export function tenantOp(p: TenantPlannedOp, startedAt: number): { op: Op; tenan
     }
     case "schedule-edit":
       return { op: { type: "schedule-edit", id: p.id, generation: p.generation }, tenant: "main" };
-    case "schedule-delete":
-      return { op: { type: "schedule-delete", id: p.id }, tenant: "main" };
   }
 }
 
@@ -52,7 +51,7 @@ const TENANT_KINDS = new Set<string>([
   "read",
   "schedule-create",
   "schedule-edit",
-  "schedule-delete",
+  "schedule-recreate",
 ] satisfies TenantPlannedOp["kind"][]);
 
 export function isTenantOp(p: PlannedOp): p is TenantPlannedOp {

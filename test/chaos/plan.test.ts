@@ -43,7 +43,7 @@ describe("the soak's plan", () => {
         "limits",
         "read",
         "schedule-create",
-        "schedule-delete",
+        "schedule-recreate",
         "schedule-edit",
       ])
         expect(kinds, `${profile.name}: ${kind}`).toContain(kind);
@@ -52,8 +52,10 @@ describe("the soak's plan", () => {
       expect(limits.some((l) => l.paused)).toBe(true);
       expect(limits.some((l) => l.ratePerSecond !== undefined)).toBe(true);
       expect(limits.at(-1)).toEqual({});
-      // Every schedule is created twice under the same id, with the same instants.
-      const creates = plan.ops.flatMap((o) => (o.op.kind === "schedule-create" ? [o.op] : []));
+      // Every schedule is created, then deleted and created again under the same id, with the same instants.
+      const creates = plan.ops.flatMap((o) =>
+        o.op.kind === "schedule-create" || o.op.kind === "schedule-recreate" ? [o.op] : [],
+      );
       for (const c of creates) {
         const twins = creates.filter((o) => o.id === c.id);
         expect(twins).toHaveLength(2);
