@@ -167,6 +167,9 @@ export class ChaosClient {
             rate: `${op.everySeconds} seconds`,
             startAt: new Date(op.startAt).toISOString(),
             endAt: new Date(op.endAt).toISOString(),
+            // Every instant a late materializer finds passed still runs, so "every occurrence of a
+            // live schedule runs" holds however slow the dispatchers are (checks/schedules.ts).
+            catchUp: "all",
             event: this.scheduleEvent(op.id, op.generation),
           },
         };

@@ -14,8 +14,8 @@ import { type CheckContext, faultNear, field, mayHaveActed } from "./support.ts"
  * 1 s after the create's answer, at least SLACK before a delete was sent, before the load
  * ended, no edit was on its way within 1 s of it (the edit replaces the unstarted occurrences:
  * which one runs is the edit's race), and no fault, recovery included, came from a look-ahead plus
- * a recovery before it to SLACK after it (a dispatcher down at the instant runs only the latest
- * missed occurrence: catchUp "latest"). A judged instant needs a delivery whose occurrence id names
+ * a recovery before it to SLACK after it (conservative: the soak's schedules have catchUp "all",
+ * so a late materializer still runs every passed instant). A judged instant needs a delivery whose occurrence id names
  * the schedule and the instant and whose body is one of the incarnation's generations.
  */
 const SLACK_MS = 3_000;
