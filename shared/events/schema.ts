@@ -42,9 +42,27 @@ export const callbacksSchema = z
   .object({ onSuccess: callbackUrl.optional(), onFailure: callbackUrl.optional() })
   .strict();
 
+/** A date and time without a zone: it names a different instant in every zone, so it is refused. */
+const LOCAL_DATETIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?$/;
+
+/** Why a string is not an instant, in the API's words (zod's "Invalid ISO datetime" said neither). */
+function instantMessage(input: unknown): string {
+  const example = "such as 2026-12-06T10:00:00Z or 2026-12-06T10:00:00+02:00";
+  if (typeof input !== "string") return `an ISO-8601 time as a string, ${example}`;
+  if (LOCAL_DATETIME.test(input)) {
+    return `needs a time zone: add Z (UTC) or an offset such as +02:00 (${input}Z, ${input}+02:00)`;
+  }
+  return `an ISO-8601 time with Z or an offset, ${example}`;
+}
+
+/** An ISO-8601 instant: date, time and Z or an offset. */
+export function isoInstant() {
+  return z.iso.datetime({ offset: true, error: (issue) => instantMessage(issue.input) });
+}
+
 /** When an event runs: an ISO-8601 time, or a delay from now. The engine checks the horizon. */
 const when = {
-  runAt: z.iso.datetime({ offset: true }).optional(),
+  runAt: isoInstant().optional(),
   delaySeconds: z
     .number()
     .min(0)

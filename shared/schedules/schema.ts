@@ -1,6 +1,6 @@
 // zod as extended by @hono/zod-openapi, so these schemas also describe the public API.
 import { z } from "@hono/zod-openapi";
-import { backoffSchema, callbacksSchema, EVENT_TYPE } from "../events/schema.ts";
+import { backoffSchema, callbacksSchema, EVENT_TYPE, isoInstant } from "../events/schema.ts";
 import { SCHEDULE_ID } from "../model/occurrence-id.ts";
 
 export const eventTemplate = z
@@ -25,8 +25,8 @@ const fields = {
     .optional()
     .openapi({ description: 'A fixed interval: "30 seconds", "5 minutes", "1 day".', example: "5 minutes" }),
   timezone: z.string().min(1).max(64).openapi({ description: "IANA time zone.", example: "Europe/Berlin" }),
-  startAt: z.iso.datetime({ offset: true }).openapi({ description: "No occurrence before it." }),
-  endAt: z.iso.datetime({ offset: true }).openapi({ description: "No occurrence at or after it." }),
+  startAt: isoInstant().openapi({ description: "No occurrence before it." }),
+  endAt: isoInstant().openapi({ description: "No occurrence at or after it." }),
   event: eventTemplate,
   overlap: z.enum(["allow", "skip"]).openapi({
     description:

@@ -1,6 +1,7 @@
 import type { FieldIssue } from "../errors.ts";
 import { fieldIssues, fingerprintOf } from "../events/validate.ts";
 import type { HandlerRegistry } from "../handlers/registry.ts";
+import { cronProblem, rateProblem } from "./cron-problem.ts";
 import { ScheduleValidationError } from "./errors.ts";
 import { evaluator, isTimeZone, parseCron, rateIntervalMs } from "./evaluate.ts";
 import type { Recurrence, ScheduleSpec } from "./model.ts";
@@ -71,13 +72,13 @@ export function checkSpec(
   if (spec.rate !== undefined) {
     intervalMs = rateIntervalMs(spec.rate);
     if (intervalMs === undefined)
-      issues.push({ path: "rate", message: 'a number and a unit: "30 seconds", "5 minutes", "1 day"' });
+      issues.push({ path: "rate", message: rateProblem(spec.rate, spec.timezone) });
   }
   if (spec.cron !== undefined && issues.length === 0) {
     try {
       parseCron(spec.cron, spec.timezone);
-    } catch (error) {
-      issues.push({ path: "cron", message: (error as Error).message });
+    } catch {
+      issues.push({ path: "cron", message: cronProblem(spec.cron, spec.timezone) });
     }
   }
   if (issues.length > 0) throw new ScheduleValidationError(issues);
