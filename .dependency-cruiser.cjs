@@ -58,12 +58,22 @@ LAYERS.forEach((layer, i) => {
   }
 });
 
+// The typed client is a package of its own (@hourglass/client): nothing of the server may reach
+// it, or it would not install elsewhere. The server imports it, never the other way round.
+forbidden.push({
+  name: "client-package-stands-alone",
+  severity: "error",
+  comment: "packages/client may import only its own files, Node's modules and its packages.",
+  from: { path: "^packages/client/" },
+  to: { pathNot: "^packages/client/|(^|/)node_modules/", dependencyTypesNot: ["core"] },
+});
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden,
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "(^node_modules|^cdk\\.out|^shared/dashboard/ui/)" },
+    exclude: { path: "(^node_modules|^cdk\\.out|^shared/dashboard/ui/|^packages/client/dist/)" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: { extensions: [".ts", ".tsx", ".js", ".mjs"] },
