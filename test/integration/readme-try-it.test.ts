@@ -138,9 +138,7 @@ describe("the README's Try it, line by line", { timeout: 240_000 }, () => {
       expect(read).toMatchObject({ type: "webhook" });
       expect(stdout).toContain('"byStatus"');
       // "again a few seconds later": the same GET, until it has run.
-      const get = blocks[2]!
-        .split("\n")
-        .find((line) => line.includes("localhost:3000/v1/events/$ID"))!;
+      const get = blocks[2]!.split("\n").find((line) => line.includes("localhost:3000/v1/events/$ID"))!;
       const last = await eventually(
         async () => {
           const again = await run("bash", ["-ec", `ID=${read.id}; ${ports(get)}`], { env: terminal2 });
