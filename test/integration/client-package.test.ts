@@ -76,7 +76,7 @@ describe("@hourglass/client, packed and installed", { timeout: 240_000 }, () => 
 
     writeFileSync(
       join(project, "main.ts"),
-      `import { HourglassApiError, HourglassClient, type EventBody, type ScheduledEventBody } from "@hourglass/client";
+      `import { HourglassApiError, HourglassClient, SigV4UnavailableError, type EventBody, type ScheduledEventBody } from "@hourglass/client";
 declare const process: { argv: string[] }; // no @types/node in this project
 const client = new HourglassClient({ url: process.argv[2]!, retries: 0 });
 const created: ScheduledEventBody = await client.schedule({ type: "test.record", delaySeconds: 3600, payload: { label: "pkg" } });
@@ -91,7 +91,15 @@ try {
   if (!(error instanceof HourglassApiError)) throw error;
   refused = { status: error.status, paths: (error.problem.errors ?? []).map((e) => e.path) };
 }
-console.log(JSON.stringify({ created, read, listed: listed.map((e) => e.id), cancelled: cancelled.status, refused }));
+// SigV4's packages are optional peers, not installed here: a signed call says which to install.
+let unsigned = "";
+try {
+  await new HourglassClient({ url: process.argv[2]!, sigv4: { region: "us-east-1" }, retries: 0 }).stats();
+} catch (error) {
+  if (!(error instanceof SigV4UnavailableError)) throw error;
+  unsigned = error.message;
+}
+console.log(JSON.stringify({ created, read, listed: listed.map((e) => e.id), cancelled: cancelled.status, refused, unsigned }));
 `,
     );
     // The scratch project builds with TypeScript against the package's declarations, then runs.
@@ -127,6 +135,9 @@ console.log(JSON.stringify({ created, read, listed: listed.map((e) => e.id), can
     expect(out.listed).toContain(out.created.id);
     expect(out.cancelled).toBe("cancelled");
     expect(out.refused).toEqual({ status: 422, paths: ["runAt"] });
+    expect(out.unsigned).toContain(
+      "npm install @aws-sdk/credential-provider-node @smithy/signature-v4 @smithy/hash-node",
+    );
     // The server agrees: the event the scratch project created is cancelled there.
     expect((await served.api.call("GET", `/v1/events/${out.created.id}`)).json.status).toBe("cancelled");
   });
