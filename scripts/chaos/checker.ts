@@ -33,39 +33,9 @@ import type { ArrivalRecord, FaultKind, HistoryRecord, MetaRecord, OpRecord } fr
  *   otherwise than the journal records.
  */
 
-export type Rule =
-  | "never-ran"
-  | "lost"
-  | "early"
-  | "older-runat-after-reschedule"
-  | "ran-after-cancel"
-  | "ran-after-final"
-  | "succeeded-without-delivery"
-  | "cancelled-without-cancel"
-  | "dead-though-receiver-accepts"
-  | "cancel-404-took-effect"
-  | "duplicate-create"
-  | "conflicting-body-accepted"
-  | "same-body-refused"
-  | "wrong-body-ran"
-  | "bad-signature"
-  | "final-state-unknown"
-  | "lease-two-holders"
-  | "lease-token-down"
-  | "oversell"
-  | "ledger-out-of-order"
-  | "stock-beyond-received"
-  | "stock-receipt-lost"
-  | "hold-never-expired"
-  | "confirmed-hold-released"
-  | "quiet-tenant-late"
-  | "tenant-read-truncated"
-  | "tenant-read-leak"
-  | "tenant-read-slow"
-  | "schedule-occurrence-missed"
-  | "schedule-occurrence-early"
-  | "api-journal-disagree"
-  | "stuck";
+export type { Rule } from "./rules.ts";
+
+import type { Rule } from "./rules.ts";
 
 export interface Violation {
   readonly rule: Rule;

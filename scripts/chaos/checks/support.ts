@@ -1,5 +1,5 @@
-import type { Rule } from "../checker.ts";
 import type { Bounds, HistoryRecord, MetaRecord, OpRecord } from "../history.ts";
+import type { Rule } from "../rules.ts";
 
 /** What every rule in checks/ is given: the history, split once, and how to report. */
 export interface CheckContext {
