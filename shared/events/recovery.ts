@@ -112,11 +112,11 @@ export class RecoverySweep {
     if (!this.deps.journal) return 0;
     for (let shard = 0; shard < this.deps.config.shards; shard++) await this.store.reset(shard);
     await this.store.setRound(0);
-    return this.advance(0, Number.POSITIVE_INFINITY);
+    return this.advance(0, Number.POSITIVE_INFINITY, true);
   }
 
   /** Steps the round from `next`: shards 0..S-1 are swept, S..2S-1 expired; 2S closes it. */
-  private async advance(next: number, deadline: number): Promise<number> {
+  private async advance(next: number, deadline: number, everyShard = false): Promise<number> {
     const { clock, config, logger } = this.deps;
     const shards = config.shards;
     let restored = 0;
@@ -126,7 +126,7 @@ export class RecoverySweep {
       let done = true;
       try {
         if (next < shards) {
-          const step = await this.sweepShard(next, deadline);
+          const step = await this.sweepShard(next, deadline, everyShard);
           restored += step.restored;
           done = step.done;
         } else {
@@ -161,13 +161,19 @@ export class RecoverySweep {
    * Reads one shard's pending journal events from its watermark to now less the grace period, a
    * page at a time, until the pass ends (done) or the deadline passes (resumed next call).
    */
-  private async sweepShard(shard: number, deadline: number): Promise<{ restored: number; done: boolean }> {
+  private async sweepShard(
+    shard: number,
+    deadline: number,
+    everyShard = false,
+  ): Promise<{ restored: number; done: boolean }> {
     const { clock, config, logger } = this.deps;
     const journal = this.deps.journal!;
     const now = clock();
-    const state = await this.store.state(shard, now, config.recovery.reverifyMs);
-    // Lost or being rebuilt: the rebuild restores every pending event, and a new epoch follows.
-    if (!state) return { restored: 0, done: true };
+    const found = await this.store.state(shard, now, config.recovery.reverifyMs);
+    // Lost or being rebuilt: the rebuild restores every pending event, and a new epoch follows. A
+    // whole round asked for now (recover()) reads such a shard too, and records nothing about it.
+    if (!found && !everyShard) return { restored: 0, done: true };
+    const state = found ?? { verified: undefined, pass: undefined };
     let until: number;
     let after: number | undefined;
     let cursor: string | undefined;
@@ -190,7 +196,7 @@ export class RecoverySweep {
         restored +=
           count + (await this.finishReplays(page.items.filter((_, i) => codes[i] === ScriptCode.PRESENT)));
       }
-      await this.store.save(shard, until, page.cursor ?? "", clock());
+      if (found) await this.store.save(shard, until, page.cursor ?? "", clock());
       if (!page.cursor) return { restored, done: true };
       cursor = page.cursor;
       after = undefined;
