@@ -1,5 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { REQUESTS_PER_JOB } from "../../scripts/cost/measured.ts";
 import { startRuntime } from "../../shared/local/runtime.ts";
 import { freshTenant } from "../support/engine.ts";
 import { eventually, type TestHourglass, testHourglass } from "../support/harness.ts";
@@ -10,7 +11,9 @@ import { recorder } from "../support/recorder.ts";
  * clients through a whole life (schedule → dispatch → queue → run → success), per path: single,
  * batch, retry, cancel and a recurring schedule's occurrence. Capacity units are DynamoDB Local's
  * own `ReturnConsumedCapacity: "INDEXES"` figures (the table and every index it writes, computed
- * from item sizes as AWS bills them), asked for on every call. docs/cost.md is built on these.
+ * from item sizes as AWS bills them), asked for on every call. The pins are the figures
+ * `npm run cost` bills (REQUESTS_PER_JOB, scripts/cost/measured.ts): a change that moves them fails
+ * here until the bill moves with it.
  */
 const rec = recorder();
 let hg: TestHourglass;
@@ -212,18 +215,19 @@ it("counts the AWS requests and capacity units of one job", async () => {
   // In units, with a 1 KB payload: the put (1, the item is under 1 KB) and its `pending` and
   // `byTenant` index entries (1 each); the success update (1) and the `pending` entry it removes
   // (1). A duplicate delivery's refused success write would add 1; none is expected here.
-  expect(unitsPerJob("events:write")).toBeGreaterThanOrEqual(5);
-  expect(unitsPerJob("events:write")).toBeLessThanOrEqual(5.05);
+  const billed = REQUESTS_PER_JOB.single;
+  expect(unitsPerJob("events:write")).toBeGreaterThanOrEqual(billed.wru);
+  expect(unitsPerJob("events:write")).toBeLessThanOrEqual(billed.wru + 0.05);
   // One strongly consistent read of the item (≤ 4 KB) by the dispatcher, for the message (a
   // claim redelivered after its lease ran out would read it again).
-  expect(unitsPerJob("events:read")).toBeGreaterThan(0.95);
-  expect(unitsPerJob("events:read")).toBeLessThanOrEqual(1.05);
+  expect(unitsPerJob("events:read")).toBeGreaterThan(billed.rru - 0.05);
+  expect(unitsPerJob("events:read")).toBeLessThanOrEqual(billed.rru + 0.05);
   // Sends: each job claimed and sent once, ten to a request at most, in as few requests as each
   // claim allows. Each shard claims on its own, so a tick sends at least one request per shard
   // that found work: per job that is 0.1 at best, and shards / (jobs a tick) when creates are
   // slow (0.39 on a loaded machine, with 4 shards and about ten creates a second). The number
   // of requests is exact whatever the load: one claim of k events is ceil(k / 10) requests.
-  expect(perJob("sqs:SendMessageBatchCommand")).toBeGreaterThan(0);
+  expect(perJob("sqs:SendMessageBatchCommand")).toBeGreaterThanOrEqual(billed.sqsSends);
   expect(sum(claims)).toBe(jobs);
   expect(sum(sendEntries)).toBe(jobs);
   expect(Math.max(...sendEntries)).toBeLessThanOrEqual(10);
@@ -236,7 +240,7 @@ it("counts the AWS requests and capacity units of one job", async () => {
   // Every success write and every payload read happened: each job ran, and exactly once (a
   // duplicate run would pass a check of distinct ids, so the count of runs is checked too).
   expect(new Set(rec.runs.map((r) => r.id)).size).toBe(jobs);
-  expect(rec.runs).toHaveLength(jobs);
+  expect(rec.runs).toHaveLength(jobs * billed.attempts);
 }, 120_000);
 
 /**
@@ -300,10 +304,12 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
       batch.calls("dynamodb:BatchWriteCommand") + batch.calls("dynamodb:BatchWriteItemCommand"),
     ).toBeCloseTo(4 / jobs, 5);
     // The same units as one at a time: 3 for the put and its index entries, 2 at success.
-    expect(batch.units("events:write")).toBeGreaterThanOrEqual(5);
-    expect(batch.units("events:write")).toBeLessThanOrEqual(5.05);
-    expect(batch.units("events:read")).toBeGreaterThan(0.95);
-    expect(batch.units("events:read")).toBeLessThanOrEqual(1.05);
+    const billedBatch = REQUESTS_PER_JOB.batch;
+    expect(batch.units("events:write")).toBeGreaterThanOrEqual(billedBatch.wru);
+    expect(batch.units("events:write")).toBeLessThanOrEqual(billedBatch.wru + 0.05);
+    expect(batch.units("events:read")).toBeGreaterThan(billedBatch.rru - 0.05);
+    expect(batch.units("events:read")).toBeLessThanOrEqual(billedBatch.rru + 0.05);
+    expect(batch.calls("sqs:SendMessageBatchCommand")).toBeGreaterThanOrEqual(billedBatch.sqsSends);
 
     const retryStart = rec.runs.length;
     const retry = await measure("retry", jobs, async () => {
@@ -328,10 +334,14 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
     ).toBeGreaterThanOrEqual(2);
     // Put 3; the retry record 1 plus the `pending` entry moved to the new due time (2: a
     // changed index key is a delete and a put); success 2.
-    expect(retry.units("events:write")).toBeGreaterThanOrEqual(8);
-    expect(retry.units("events:write")).toBeLessThanOrEqual(8.05);
+    const billedRetry = REQUESTS_PER_JOB.retry;
+    expect(retry.units("events:write")).toBeGreaterThanOrEqual(billedRetry.wru);
+    expect(retry.units("events:write")).toBeLessThanOrEqual(billedRetry.wru + 0.05);
     // The retry goes straight to the queue with the payload it already had: no second read.
-    expect(retry.units("events:read")).toBeLessThanOrEqual(1.05);
+    expect(retry.units("events:read")).toBeLessThanOrEqual(billedRetry.rru + 0.05);
+    // The first dispatch (ten to a request at best) and the retry, due within the look-ahead, on its own.
+    expect(retry.calls("sqs:SendMessageBatchCommand")).toBeGreaterThanOrEqual(billedRetry.sqsSends);
+    expect(rec.runs.length - retryStart).toBe(jobs * billedRetry.attempts);
 
     // Half an hour ahead: near, so indexed by the create, and well inside the loader's watermark.
     // At the one-hour horizon itself the loader's next sweep reads an event the create indexed
@@ -348,10 +358,11 @@ it("counts the AWS requests and units of one job on the batch, retry, cancel and
       }
     });
     expect(cancel.calls("dynamodb:PutCommand") + cancel.calls("dynamodb:PutItemCommand")).toBeCloseTo(1, 5);
-    expect(cancel.calls("sqs:SendMessageBatchCommand")).toBe(0);
+    const billedCancel = REQUESTS_PER_JOB.cancel;
+    expect(cancel.calls("sqs:SendMessageBatchCommand")).toBe(billedCancel.sqsSends);
     // Put 3; the cancel record 1 and the `pending` entry removed 1.
-    expect(cancel.units("events:write")).toBe(5);
-    expect(cancel.units("events:read")).toBe(0);
+    expect(cancel.units("events:write")).toBe(billedCancel.wru);
+    expect(cancel.units("events:read")).toBe(billedCancel.rru);
 
     // A recurring schedule's occurrences: created by the dispatcher's materializer in batches.
     const schedules = 10;
