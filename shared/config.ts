@@ -222,12 +222,19 @@ const schema = z.object({
   HOURGLASS_NOTIFICATIONS: bool.default(true),
   HOURGLASS_NOTIFY_STREAM: bool.default(true),
   HOURGLASS_NOTIFY_STREAM_MAXLEN: int(100, 10_000_000).default(10_000),
-  HOURGLASS_NOTIFY_FLUSH_MS: int(1, 10_000).default(50),
+  // Unset: every 50 ms in a long-running process; on Lambda only when the invocation ends (see
+  // notifications.flushMs), so one PutEvents carries up to 10 of an invocation's transitions.
+  HOURGLASS_NOTIFY_FLUSH_MS: int(1, 10_000).optional(),
   HOURGLASS_NOTIFY_BUFFER: int(100, 1_000_000).default(100_000),
   HOURGLASS_STREAM_CLIENTS_PER_TENANT: int(1, 10_000).default(10),
   HOURGLASS_EVENT_BUS_NAME: z
     .string()
     .regex(/^(arn:[^\s]+|[A-Za-z0-9._/-]{1,256})$/, "an EventBridge bus name or ARN")
+    .optional(),
+  // The transitions put on the bus: EventBridge bills every entry, so only those asked for.
+  HOURGLASS_EVENT_BUS_TRANSITIONS: z
+    .string()
+    .regex(/^[a-z]+(,[a-z]+)*$/, "transition names separated by commas (dead,retrying)")
     .optional(),
   HOURGLASS_EVENT_BUS_SOURCE: z
     .string()
@@ -353,13 +360,19 @@ export interface HourglassConfig {
     readonly stream: boolean;
     /** Entries kept per tenant stream (approximately: MAXLEN ~): the resumable window. */
     readonly streamMaxLen: number;
-    readonly flushMs: number;
+    /**
+     * How long a notice may wait for its batch; undefined on Lambda, where the function delivers
+     * what its invocation published when it returns (one PutEvents per 10 transitions).
+     */
+    readonly flushMs: number | undefined;
     /** Notices waiting for delivery at most; beyond it the oldest are dropped and counted. */
     readonly maxBuffered: number;
     /** Open SSE streams one tenant may hold in one process. */
     readonly streamClientsPerTenant: number;
-    /** Put every transition on this EventBridge bus (AWS); unset: none. */
+    /** Put the transitions `eventBusTransitions` names on this EventBridge bus (AWS); unset: none. */
     readonly eventBusName: string | undefined;
+    /** The transitions the deployment asked for on the bus; none unless named (checked by the notifier). */
+    readonly eventBusTransitions: readonly string[];
     readonly eventBusSource: string;
   };
   /** The embedded stack `npm start` runs (or reuses) when no endpoint names another. */
@@ -514,10 +527,11 @@ export function loadConfig(
       enabled: e.HOURGLASS_NOTIFICATIONS,
       stream: e.HOURGLASS_NOTIFY_STREAM,
       streamMaxLen: e.HOURGLASS_NOTIFY_STREAM_MAXLEN,
-      flushMs: e.HOURGLASS_NOTIFY_FLUSH_MS,
+      flushMs: e.HOURGLASS_NOTIFY_FLUSH_MS ?? (env.AWS_LAMBDA_FUNCTION_NAME ? undefined : 50),
       maxBuffered: e.HOURGLASS_NOTIFY_BUFFER,
       streamClientsPerTenant: e.HOURGLASS_STREAM_CLIENTS_PER_TENANT,
       eventBusName: e.HOURGLASS_EVENT_BUS_NAME,
+      eventBusTransitions: e.HOURGLASS_EVENT_BUS_TRANSITIONS?.split(",") ?? [],
       eventBusSource: e.HOURGLASS_EVENT_BUS_SOURCE,
     },
     local: {

@@ -4,7 +4,7 @@ import {
   type PutEventsRequestEntry,
 } from "@aws-sdk/client-eventbridge";
 import type { Logger } from "../logger.ts";
-import { detailOf, type TransitionNotice } from "./model.ts";
+import { detailOf, type Transition, type TransitionNotice } from "./model.ts";
 import type { NotificationSink } from "./notifier.ts";
 
 /** PutEvents takes at most 10 entries and 256 KB per request. */
@@ -22,22 +22,27 @@ export function detailTypeOf(notice: TransitionNotice): string {
 }
 
 /**
- * Puts every notice on an EventBridge bus, one entry each, `source` = the configured source,
- * `detail-type` per transition, `detail` = the notification. Requests carry up to 10 entries and
- * 256 KB; entries EventBridge reports as failed (FailedEntryCount) are retried with backoff, then
- * counted as failed.
+ * Puts the notices of the transitions the deployment asked for on an EventBridge bus, one entry
+ * each, `source` = the configured source, `detail-type` per transition, `detail` = the
+ * notification. EventBridge bills per entry, so requests carry as many as they take (10 entries,
+ * 256 KB): a batch of n notices is ceil(n/10) requests. Entries EventBridge reports as failed
+ * (FailedEntryCount) are retried with backoff, then counted as failed.
  */
 export class EventBridgeSink implements NotificationSink {
   readonly name = "eventbridge";
+  readonly transitions: ReadonlySet<Transition>;
 
   constructor(
+    transitions: Iterable<Transition>,
     private readonly client: EventBridgeClient,
     private readonly busName: string,
     private readonly source: string,
     private readonly logger: Logger,
     private readonly sleep: (ms: number) => Promise<void> = (ms) =>
       new Promise((resolve) => setTimeout(resolve, ms)),
-  ) {}
+  ) {
+    this.transitions = new Set(transitions);
+  }
 
   async deliver(notices: readonly TransitionNotice[]): Promise<number> {
     const requests = chunk(notices.map((notice) => this.entryOf(notice)));

@@ -1,6 +1,6 @@
 import { describeError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
-import type { TransitionNotice } from "./model.ts";
+import type { Transition, TransitionNotice } from "./model.ts";
 
 /**
  * Where the engine hands transitions. `publish` only appends to a buffer: it never waits, never
@@ -28,6 +28,8 @@ export interface NotifierStats {
 /** One destination: the per-tenant Redis stream, an EventBridge bus. Throws on failure. */
 export interface NotificationSink {
   readonly name: string;
+  /** The transitions this sink takes; every one when undefined. */
+  readonly transitions?: ReadonlySet<Transition>;
   /** Delivers a batch; returns how many notices it could not deliver (it logs why). */
   deliver(notices: readonly TransitionNotice[]): Promise<number>;
 }
@@ -43,8 +45,12 @@ export const NO_NOTIFIER: Notifier = {
 export interface BufferedNotifierOptions {
   readonly sinks: readonly NotificationSink[];
   readonly logger: Logger;
-  /** How long a notice may wait for its batch. */
-  readonly flushMs: number;
+  /**
+   * How long a notice may wait for its batch. Undefined: no timer, only a full batch or `flush()`
+   * delivers, as on Lambda, where the function flushes when the invocation ends: a timer firing
+   * mid-invocation would split its transitions over more requests than they fill.
+   */
+  readonly flushMs: number | undefined;
   /** A batch this big is delivered at once, without waiting for the timer. */
   readonly batchSize: number;
   /** At most this many notices wait; beyond it the oldest are dropped and counted. */
@@ -70,10 +76,19 @@ export class BufferedNotifier implements Notifier {
   private timer: NodeJS.Timeout | undefined;
   private chain: Promise<void> = Promise.resolve();
   private counts = { published: 0, failed: 0, dropped: 0 };
+  /** The transitions some sink takes; undefined: every one. */
+  private readonly wanted: ReadonlySet<Transition> | undefined;
 
-  constructor(private readonly options: BufferedNotifierOptions) {}
+  constructor(private readonly options: BufferedNotifierOptions) {
+    const sets = options.sinks.map((sink) => sink.transitions);
+    this.wanted = sets.some((set) => set === undefined)
+      ? undefined
+      : new Set(sets.flatMap((set) => [...(set ?? [])]));
+  }
 
   publish(notice: TransitionNotice): void {
+    // A transition no sink takes is never buffered, looked up or sent.
+    if (this.wanted && !this.wanted.has(notice.transition)) return;
     this.buffer.push(notice);
     if (this.buffer.length - this.head > this.options.maxBuffered) {
       // The oldest go: moving the head is O(1), where splicing the front of a full buffer on
@@ -91,7 +106,7 @@ export class BufferedNotifier implements Notifier {
         this.immediate = true;
         this.schedule(0);
       }
-    } else if (!this.timer) {
+    } else if (!this.timer && this.options.flushMs !== undefined) {
       this.schedule(this.options.flushMs);
     }
   }
@@ -148,13 +163,16 @@ export class BufferedNotifier implements Notifier {
       }
       let failed = 0;
       for (const sink of this.options.sinks) {
+        const taken = sink.transitions;
+        const notices = taken ? batch.filter((notice) => taken.has(notice.transition)) : batch;
+        if (notices.length === 0) continue;
         try {
-          failed = Math.max(failed, await sink.deliver(batch));
+          failed = Math.max(failed, await sink.deliver(notices));
         } catch (error) {
-          failed = batch.length;
+          failed = Math.max(failed, notices.length);
           this.options.logger.warn("notifications not delivered", {
             sink: sink.name,
-            count: batch.length,
+            count: notices.length,
             error: describe(error),
           });
         }

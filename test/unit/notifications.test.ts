@@ -35,7 +35,13 @@ beforeEach(() => eventBridge.reset());
 describe("EventBridge sink", () => {
   it("puts one entry per notice, detail-type per transition, in requests of at most 10 entries", async () => {
     eventBridge.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [] });
-    const sink = new EventBridgeSink(new EventBridgeClient({}), "my-bus", "hourglass", silentLogger);
+    const sink = new EventBridgeSink(
+      TRANSITIONS,
+      new EventBridgeClient({}),
+      "my-bus",
+      "hourglass",
+      silentLogger,
+    );
     const failed = await sink.deliver(Array.from({ length: 23 }, (_, i) => notice(i)));
     expect(failed).toBe(0);
     const calls = eventBridge.commandCalls(PutEventsCommand);
@@ -102,6 +108,7 @@ describe("EventBridge sink", () => {
       .resolvesOnce({ FailedEntryCount: 1, Entries: [{ EventId: "2" }, { ErrorCode: "InternalFailure" }] })
       .resolves({ FailedEntryCount: 1, Entries: [{ ErrorCode: "InternalFailure" }] });
     const sink = new EventBridgeSink(
+      TRANSITIONS,
       new EventBridgeClient({}),
       "bus",
       "hourglass",
@@ -118,6 +125,7 @@ describe("EventBridge sink", () => {
   it("retries a request that failed as a whole, then throws for the notifier to count", async () => {
     eventBridge.on(PutEventsCommand).rejects(new Error("network down"));
     const sink = new EventBridgeSink(
+      TRANSITIONS,
       new EventBridgeClient({}),
       "bus",
       "hourglass",
