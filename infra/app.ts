@@ -1,14 +1,17 @@
 import { App, Validations } from "aws-cdk-lib";
 import { AwsSolutionsChecks } from "cdk-nag";
+import type { Transition } from "../shared/notifications/model.ts";
 import type { Egress, HourglassProps, Profile } from "./construct/hourglass.ts";
+import { EGRESS_CHOICES } from "./construct/props.ts";
 import { HourglassStack } from "./stacks/hourglass-stack.ts";
 
 /**
  * `cdk deploy` entry point. Context (`-c name=value`, see docs/deploy.md): `production=false` for
- * a throwaway environment, `egress=nat-gateway-per-az|nat-gateway|none`, `profile=lean`,
+ * a throwaway environment, `egress=nat-gateway-per-az|nat-gateway|nat-instance|none`, `profile=lean`,
  * `cache=serverless`, `apiKeys=true`, `apiGatewayCloudWatchRole=false` (leave the account's API
  * Gateway logging role as it is), `webhookAllowPrivate=true`, `redisUrl=...`,
- * `dispatcherReservedConcurrency=1|none`, `admins=ARN[,ARN…]` (roles that may call the admin routes
+ * `dispatcherReservedConcurrency=1|none`, `notifications=dead,retrying` (the transitions put on an
+ * EventBridge bus; none by default), `admins=ARN[,ARN…]` (roles that may call the admin routes
  * and run `hourglass status|pause|resume --aws`), and
  * `localstack=true` (an EventBridge rule drives the dispatcher: LocalStack's Scheduler never fires).
  */
@@ -28,9 +31,14 @@ const choice = <T extends string>(name: string, allowed: readonly T[]): T | unde
 const reservation = app.node.tryGetContext("dispatcherReservedConcurrency");
 const redisUrl = app.node.tryGetContext("redisUrl");
 const cache = choice("cache", ["replication-group", "serverless"] as const);
-const egress = choice<Egress>("egress", ["nat-gateway-per-az", "nat-gateway", "none"]);
+const egress = choice<Egress>("egress", EGRESS_CHOICES);
 const profile = choice<Profile>("profile", ["standard", "lean"]);
 const cloudWatchRole = app.node.tryGetContext("apiGatewayCloudWatchRole");
+// `-c notifications=dead,retrying`: the transitions put on an EventBridge bus (none by default).
+const transitions = String(app.node.tryGetContext("notifications") ?? "")
+  .split(",")
+  .map((name) => name.trim())
+  .filter(Boolean) as Transition[];
 const hourglass: HourglassProps = {
   production: flag("production", true),
   apiKeys: flag("apiKeys", false),
@@ -41,6 +49,7 @@ const hourglass: HourglassProps = {
     dispatcherReservedConcurrency: reservation === "none" ? "none" : Number(reservation),
   }),
   ...(profile && { profile }),
+  ...(transitions.length > 0 && { notifications: { transitions } }),
   ...(cloudWatchRole !== undefined && { apiGatewayCloudWatchRole: flag("apiGatewayCloudWatchRole", true) }),
   ...(redisUrl
     ? { redis: { kind: "external", url: String(redisUrl) } }

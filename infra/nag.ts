@@ -90,6 +90,19 @@ export function acknowledgeFindings(hourglass: Hourglass): void {
     id: "AwsSolutions::AwsSolutions-SQS3",
     reason: "This queue is EventBridge Scheduler's dead-letter queue for the dispatcher schedule.",
   });
+  for (const instance of hourglass.nat?.gatewayInstances ?? [])
+    Validations.of(instance).acknowledge(
+      {
+        id: "AwsSolutions::AwsSolutions-EC28",
+        reason:
+          "Detailed monitoring costs more a month than a quarter of the NAT instance; its status checks, which the reboot alarm watches, come every minute without it.",
+      },
+      {
+        id: "AwsSolutions::AwsSolutions-EC29",
+        reason:
+          "CloudFormation replaces the NAT instance when a deploy resolves a newer Amazon Linux AMI; termination protection would make that replacement fail and leave the old instance running. EC2's automatic recovery and the reboot alarm keep it up (docs/deploy.md).",
+      },
+    );
   Validations.of(hourglass.vpc).acknowledge({
     id: "AwsSolutions::AwsSolutions-EC23",
     reason:

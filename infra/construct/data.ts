@@ -12,18 +12,26 @@ const attribute = (a: { name: string; type: "S" | "N" }): dynamodb.Attribute => 
   type: a.type === "S" ? dynamodb.AttributeType.STRING : dynamodb.AttributeType.NUMBER,
 });
 
-/** A table from the shared definition (the same one local provisioning uses). */
+/**
+ * A table from the shared definition (the same one local provisioning uses). Encrypted at rest
+ * either way: the standard profile with the AWS managed key `aws/dynamodb` (its use shows in
+ * CloudTrail, and DynamoDB's calls to KMS are billed as KMS requests), lean with DynamoDB's own key
+ * (no KMS requests, nothing to pay; the same encryption, without the CloudTrail entries).
+ */
 export function createTable(
   scope: Construct,
   id: string,
   definition: TableDefinition,
-  production: boolean,
+  profile: { production: boolean; lean: boolean },
   overrides: HourglassOverrides["tables"] = {},
 ) {
+  const { production } = profile;
   return new dynamodb.TableV2(scope, id, {
     billing: dynamodb.Billing.onDemand(),
     pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-    encryption: dynamodb.TableEncryptionV2.awsManagedKey(),
+    encryption: profile.lean
+      ? dynamodb.TableEncryptionV2.dynamoOwnedKey()
+      : dynamodb.TableEncryptionV2.awsManagedKey(),
     deletionProtection: production,
     removalPolicy: production ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     ...overrides,

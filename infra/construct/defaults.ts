@@ -92,7 +92,7 @@ export function resolveProps(props: HourglassProps): ResolvedProps {
     dispatchTrigger: props.dispatchTrigger ?? DEFAULTS.dispatchTrigger,
     egress: props.vpc
       ? undefined
-      : (props.egress ?? (production && !lean ? "nat-gateway-per-az" : "nat-gateway")),
+      : (props.egress ?? (lean ? "nat-instance" : production ? "nat-gateway-per-az" : "nat-gateway")),
     redis: props.redis ?? (lean ? { kind: "serverless" } : { kind: "replication-group" }),
     shards: props.shards ?? DEFAULTS.shards,
     workerMaxConcurrency: props.workerMaxConcurrency ?? DEFAULTS.workerMaxConcurrency,

@@ -33,6 +33,7 @@ import {
 } from "./compute.ts";
 import { type Cache, createCache, createTable } from "./data.ts";
 import { DEFAULTS, type FunctionEnvironment, type FunctionRole, resolveProps } from "./defaults.ts";
+import { admitToNat, finishNatInstances } from "./nat-instance.ts";
 import { createNetwork } from "./network.ts";
 import { createObservability } from "./observability.ts";
 import type { Egress, HourglassProps } from "./props.ts";
@@ -67,6 +68,11 @@ export class Hourglass extends Construct {
   public readonly workerFunction: lambda.Function;
   /** The user's functions that handle event types, as given in the props. */
   public readonly handlerFunctions: Readonly<Record<string, lambda.IFunction>>;
+  /**
+   * The NAT instance (`egress: "nat-instance"`): `nat.connections.allowFrom(group, port)` lets
+   * traffic on another port out (it admits only the functions' HTTPS and HTTP).
+   */
+  public readonly nat: ec2.NatInstanceProviderV2 | undefined;
   /** How the functions reach the internet; with your own `vpc`, what its subnets provide. */
   public readonly egress: Egress | "vpc";
   /** False when webhooks to public URLs cannot be delivered (`egress: "none"`). */
@@ -87,7 +93,7 @@ export class Hourglass extends Construct {
   public readonly admins: readonly iam.IRole[];
   public readonly alarms: Record<string, cloudwatch.Alarm>;
   public readonly dashboard: cloudwatch.Dashboard;
-  /** The bus every transition is put on (`notifications`); undefined when notifications are off. */
+  /** The bus the transitions `notifications.transitions` names are put on; undefined when it names none. */
   public readonly eventBus: events.IEventBus | undefined;
 
   constructor(scope: Construct, id: string, props: HourglassProps = {}) {
@@ -99,26 +105,31 @@ export class Hourglass extends Construct {
 
     this.handlerFunctions = resolved.handlerFunctions;
     const handlerFunctions = Object.entries(this.handlerFunctions);
+    const transitions = [...new Set(props.notifications?.transitions ?? [])];
     if (props.vpc) {
       this.vpc = props.vpc;
+      this.nat = undefined;
       this.egress = "vpc";
       this.hasInternetEgress = props.vpc.privateSubnets.length > 0;
     } else {
       this.egress = resolved.egress ?? "nat-gateway-per-az";
       this.hasInternetEgress = this.egress !== "none";
-      this.vpc = createNetwork(this, {
+      ({ vpc: this.vpc, nat: this.nat } = createNetwork(this, {
         egress: this.egress,
         logs: logSettings,
         invokesLambda: handlerFunctions.length > 0,
-        publishesEvents: props.notifications?.enabled !== false,
+        publishesEvents: transitions.length > 0,
+        // Lean sends the AWS APIs through its NAT: an endpoint costs more a month than the NAT
+        // instance. Without egress, endpoints are the only way to reach them.
+        interfaceEndpoints: !lean || this.egress === "none",
         endpointAzs: lean ? 1 : 2,
-      });
+      }));
     }
     if (!this.hasInternetEgress) {
       Annotations.of(this).addWarningV2(
         "@hourglass/no-internet-egress",
         "Hourglass has no internet egress: webhooks to public URLs will fail at once with " +
-          '"this deployment has no internet egress". Choose egress "nat-gateway" or ' +
+          '"this deployment has no internet egress". Choose egress "nat-instance", "nat-gateway" or ' +
           '"nat-gateway-per-az" (-c egress=...), or give a VPC with private subnets that have egress.',
       );
     }
@@ -128,14 +139,15 @@ export class Hourglass extends Construct {
         : ec2.SubnetType.PRIVATE_ISOLATED,
     };
     this.admins = resolved.admins;
+    // EventBridge bills every entry: no bus, grant or PutEvents unless the deployment names transitions.
     this.eventBus =
-      props.notifications?.enabled === false
+      transitions.length === 0
         ? undefined
         : (props.notifications?.eventBus ??
-          new events.EventBus(this, "EventBus", { description: "Hourglass: every event transition" }));
+          new events.EventBus(this, "EventBus", { description: "Hourglass: event transitions" }));
 
     const table = (id: string, definition: TableDefinition) =>
-      createTable(this, id, definition, production, overrides.tables);
+      createTable(this, id, definition, { production, lean }, overrides.tables);
     this.eventsTable = table("Events", EVENTS_TABLE);
     this.leasesTable = table("Leases", LEASES_TABLE);
     this.ledgerTable = table("Ledger", LEDGER_TABLE);
@@ -177,6 +189,13 @@ export class Hourglass extends Construct {
     }
     // Webhooks: the worker alone calls out on HTTP as well as HTTPS.
     this.securityGroups.worker.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(80), "webhooks over http");
+    if (this.nat) {
+      const groups = Object.values(this.securityGroups);
+      admitToNat(this.nat, groups, [443]);
+      admitToNat(this.nat, [this.securityGroups.worker], [80]);
+      if (redisChoice.kind === "external")
+        admitToNat(this.nat, groups, [Number(new URL(redisChoice.url).port || 6379)]);
+    }
 
     const queues = createQueues(this, overrides);
     this.queue = queues.queue;
@@ -226,7 +245,10 @@ export class Hourglass extends Construct {
       // On AWS transitions go to EventBridge; the Redis stream serves only long-running processes.
       HOURGLASS_NOTIFY_STREAM: "false",
       ...(this.eventBus
-        ? { HOURGLASS_EVENT_BUS_NAME: this.eventBus.eventBusName }
+        ? {
+            HOURGLASS_EVENT_BUS_NAME: this.eventBus.eventBusName,
+            HOURGLASS_EVENT_BUS_TRANSITIONS: transitions.join(","),
+          }
         : { HOURGLASS_NOTIFICATIONS: "false" }),
       ...(handlerFunctions.length > 0 && {
         HOURGLASS_LAMBDA_TARGETS: Stack.of(this).toJsonString(
@@ -331,7 +353,16 @@ export class Hourglass extends Construct {
       },
       resolved.alarmTopic,
     );
-    this.alarms = observability.alarms;
+    this.alarms = {
+      ...observability.alarms,
+      ...(this.nat &&
+        Object.fromEntries(
+          finishNatInstances(this, this.nat, resolved.alarmTopic).map((alarm, i) => [
+            i === 0 ? "natInstanceStatus" : `natInstanceStatus${i}`,
+            alarm,
+          ]),
+        )),
+    };
     this.dashboard = observability.dashboard;
     for (const admin of this.admins) this.grantOperate(admin);
   }

@@ -1,13 +1,16 @@
 import * as ec2 from "aws-cdk-lib/aws-ec2";
 import type { Construct } from "constructs";
 import { createLogGroup, type LogSettings } from "./log-groups.ts";
+import { natInstanceProvider } from "./nat-instance.ts";
 import type { Egress } from "./props.ts";
 
 /**
- * The VPC over two AZs: private subnets with a NAT gateway route (one, or one per AZ) behind public
- * subnets, or isolated subnets only when `egress` is `none`. A gateway endpoint for DynamoDB and
- * interface endpoints for SQS and Secrets Manager keep AWS traffic off the NAT (and work without
- * one), in `endpointAzs` AZs. Flow logs (rejected traffic) go to CloudWatch.
+ * The VPC over two AZs: private subnets with a route to a NAT gateway (one, or one per AZ) or a NAT
+ * instance behind public subnets, or isolated subnets only when `egress` is `none`. A gateway
+ * endpoint for DynamoDB (free) keeps its traffic off the NAT. With `interfaceEndpoints`, endpoints
+ * for SQS and Secrets Manager (and EventBridge, Lambda when used) in `endpointAzs` AZs do the same
+ * for those APIs, and are how they are reached at all without egress; without them the AWS APIs go
+ * through the NAT. Flow logs (rejected traffic) go to CloudWatch.
  */
 export function createNetwork(
   scope: Construct,
@@ -17,13 +20,16 @@ export function createNetwork(
     invokesLambda: boolean;
     /** The functions put notifications on an EventBridge bus. */
     publishesEvents: boolean;
+    interfaceEndpoints: boolean;
     endpointAzs: 1 | 2;
   },
-): ec2.Vpc {
+): { vpc: ec2.Vpc; nat: ec2.NatInstanceProviderV2 | undefined } {
   const { egress } = options;
+  const nat = egress === "nat-instance" ? natInstanceProvider() : undefined;
   const vpc = new ec2.Vpc(scope, "Vpc", {
     maxAzs: 2,
-    natGateways: egress === "nat-gateway-per-az" ? 2 : egress === "nat-gateway" ? 1 : 0,
+    ...(nat && { natGatewayProvider: nat }),
+    natGateways: egress === "nat-gateway-per-az" ? 2 : egress === "none" ? 0 : 1,
     subnetConfiguration:
       egress === "none"
         ? [{ name: "isolated", subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: 22 }]
@@ -37,6 +43,7 @@ export function createNetwork(
     trafficType: ec2.FlowLogTrafficType.REJECT,
   });
   vpc.addGatewayEndpoint("DynamoDb", { service: ec2.GatewayVpcEndpointAwsService.DYNAMODB });
+  if (!options.interfaceEndpoints) return { vpc, nat };
   const private_ = egress === "none" ? vpc.isolatedSubnets : vpc.privateSubnets;
   const subnets: ec2.SubnetSelection = { subnets: private_.slice(0, options.endpointAzs) };
   vpc.addInterfaceEndpoint("Sqs", { service: ec2.InterfaceVpcEndpointAwsService.SQS, subnets });
@@ -53,5 +60,5 @@ export function createNetwork(
       service: ec2.InterfaceVpcEndpointAwsService.EVENTBRIDGE,
       subnets,
     });
-  return vpc;
+  return { vpc, nat };
 }

@@ -9,25 +9,38 @@ import type * as logs from "aws-cdk-lib/aws-logs";
 import type * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
 import type * as sns from "aws-cdk-lib/aws-sns";
 import type * as sqs from "aws-cdk-lib/aws-sqs";
+import type { Transition } from "../../shared/notifications/model.ts";
 
 /**
  * How the functions reach the internet, which webhooks to public URLs need:
  * - `nat-gateway-per-az`: a NAT gateway in each of the two AZs, so losing one AZ loses nothing;
  * - `nat-gateway`: one NAT gateway (about half the cost; while its AZ is down, webhooks from the
  *   other AZ fail and are retried);
+ * - `nat-instance`: one t4g.nano NAT instance (Amazon Linux 2023, arm64) instead of a gateway,
+ *   about a fifth of one gateway's fixed cost; while it is down or being replaced, webhooks and
+ *   the functions' AWS calls through it fail and are retried (docs/deploy.md);
  * - `none`: isolated subnets only. Webhooks reach targets inside the VPC (with
  *   `webhookAllowPrivate`), and any other webhook fails at once with "this deployment has no
  *   internet egress". `cdk synth` warns.
  */
-export type Egress = "nat-gateway-per-az" | "nat-gateway" | "none";
+export type Egress = "nat-gateway-per-az" | "nat-gateway" | "nat-instance" | "none";
+
+/** Every `Egress`, for validation and the `-c egress=` flag. */
+export const EGRESS_CHOICES: readonly Egress[] = [
+  "nat-gateway-per-az",
+  "nat-gateway",
+  "nat-instance",
+  "none",
+];
 
 /**
- * - `standard`: a Valkey replication group (primary and Multi-AZ replica in production), interface
- *   endpoints in both AZs, the REST API (API keys and usage plans available).
+ * - `standard`: a Valkey replication group (primary and Multi-AZ replica in production), NAT
+ *   gateways, interface endpoints in both AZs, the REST API (API keys and usage plans available).
  * - `lean`: for small volumes, where the fixed cost is most of the bill: ElastiCache Serverless
- *   (Valkey, billed by data stored and ECPUs), interface endpoints in one AZ (the other AZ reaches
- *   them across the AZ boundary), one NAT gateway, and an HTTP API with IAM authorization
- *   ($1.00 instead of $3.50 per million requests; no API keys or usage plans).
+ *   (Valkey, billed by data stored and ECPUs), a NAT instance, no interface endpoints (the AWS APIs
+ *   through the NAT; DynamoDB through its free gateway endpoint), tables encrypted with
+ *   DynamoDB's own key (no KMS requests), and an HTTP API with IAM authorization ($1.00 instead of
+ *   $3.50 per million requests; no API keys or usage plans).
  */
 export type Profile = "standard" | "lean";
 
@@ -94,12 +107,12 @@ export interface HourglassProps {
    * Run in this VPC instead of creating one. It needs private subnets in at least two AZs. Its
    * private subnets with egress are used when it has them (the deployment then has internet
    * egress); otherwise its isolated subnets, and the deployment has none.
-   * @default a new VPC over 2 AZs with the `egress` chosen, a gateway endpoint for DynamoDB and interface endpoints for SQS and Secrets Manager
+   * @default a new VPC over 2 AZs with the `egress` chosen, a gateway endpoint for DynamoDB and (standard profile, or without egress) interface endpoints for SQS and Secrets Manager
    */
   readonly vpc?: ec2.IVpc;
   /**
    * How the functions reach the internet (see `Egress`). Only for the VPC Hourglass creates.
-   * @default "nat-gateway-per-az" when `production` with the standard profile; "nat-gateway" otherwise
+   * @default "nat-gateway-per-az" when `production` with the standard profile; "nat-instance" with the lean profile; "nat-gateway" otherwise
    */
   readonly egress?: Egress;
   /** @default "standard" */
@@ -193,16 +206,20 @@ export interface HourglassProps {
   /** Allow webhooks to private addresses (for targets inside the VPC). @default false */
   readonly webhookAllowPrivate?: boolean;
   /**
-   * Every transition of every event (scheduled, rescheduled, dispatched, started, succeeded,
-   * retrying, dead, cancelled, held) is put on an EventBridge bus, `source` "hourglass" and a
-   * `detail-type` per transition ("Event Dead"), for your rules to route (docs/notifications.md).
-   * @default a new bus, `hourglass.eventBus`
+   * The transitions put on an EventBridge bus, `source` "hourglass" and a `detail-type` per
+   * transition ("Event Dead"), for your rules to route (docs/notifications.md). EventBridge bills
+   * every entry ($1.00 per million), and a job that succeeds makes four transitions, so none is
+   * published unless named here.
+   * @default none: no bus, no PutEvents, nothing to pay
    */
   readonly notifications?: {
-    /** Publish to this bus instead of creating one (the default bus, a bus of another stack). */
+    /** The transitions to publish, e.g. `["dead"]`; `[...TRANSITIONS]` for every one. @default [] */
+    readonly transitions?: readonly Transition[];
+    /**
+     * Publish to this bus instead of creating one (the default bus, a bus of another stack).
+     * @default a new bus, `hourglass.eventBus`, when `transitions` names any
+     */
     readonly eventBus?: events.IEventBus;
-    /** `false`: no bus and no notifications. @default true */
-    readonly enabled?: boolean;
   };
   /** Props merged over Hourglass's own for its tables, queues and functions. @default none */
   readonly overrides?: HourglassOverrides;

@@ -1,5 +1,6 @@
+import { TRANSITIONS } from "../../shared/notifications/model.ts";
 import { DEFAULTS, FUNCTION_DEFAULTS } from "./defaults.ts";
-import { type HourglassProps, HourglassPropsError } from "./props.ts";
+import { EGRESS_CHOICES, type HourglassProps, HourglassPropsError } from "./props.ts";
 
 /** Every problem with the props at once, before anything is built (as Solutions Constructs do). */
 export function validateProps(props: HourglassProps): void {
@@ -85,12 +86,12 @@ export function validateProps(props: HourglassProps): void {
       );
     }
   }
-  if (props.egress !== undefined && !["nat-gateway-per-az", "nat-gateway", "none"].includes(props.egress)) {
-    problems.push(`egress must be nat-gateway-per-az, nat-gateway or none (got ${String(props.egress)})`);
+  if (props.egress !== undefined && !EGRESS_CHOICES.includes(props.egress)) {
+    problems.push(`egress must be one of ${EGRESS_CHOICES.join(", ")} (got ${String(props.egress)})`);
   }
   if (props.vpc && props.egress !== undefined) {
     problems.push(
-      "egress builds NAT gateways into the VPC Hourglass creates; with your own vpc, its private subnets with egress (or their absence) decide",
+      "egress builds NAT gateways or a NAT instance into the VPC Hourglass creates; with your own vpc, its private subnets with egress (or their absence) decide",
     );
   }
   if (props.profile !== undefined && !["standard", "lean"].includes(props.profile)) {
@@ -120,8 +121,15 @@ export function validateProps(props: HourglassProps): void {
       "apiGatewayCloudWatchRole is for the REST API's logs; profile lean uses an HTTP API, which needs no account role",
     );
   }
-  if (props.notifications?.enabled === false && props.notifications.eventBus) {
-    problems.push("notifications.eventBus is given but notifications.enabled is false");
-  }
+  const transitions = props.notifications?.transitions ?? [];
+  const unknown = transitions.filter((t) => !(TRANSITIONS as readonly string[]).includes(t));
+  if (unknown.length > 0)
+    problems.push(
+      `notifications.transitions: unknown ${unknown.join(", ")} (known: ${TRANSITIONS.join(", ")})`,
+    );
+  if (props.notifications?.eventBus && transitions.length === 0)
+    problems.push(
+      "notifications.eventBus is given but notifications.transitions names none: nothing would be published on it",
+    );
   if (problems.length > 0) throw new HourglassPropsError(problems);
 }

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { Hourglass, type HourglassProps } from "../../infra/construct/hourglass.ts";
 import { HourglassPropsError } from "../../infra/construct/props.ts";
 import { acknowledgeFindings } from "../../infra/nag.ts";
+import { TRANSITIONS, type Transition } from "../../shared/notifications/model.ts";
 
 const build = (props: (stack: Stack) => HourglassProps = () => ({})) => {
   const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
@@ -32,14 +33,35 @@ const SLOW = 180_000;
 
 describe("notifications on AWS (EventBridge)", () => {
   it(
-    "creates a bus by default, names it to the three functions, and lets only them put events on it",
+    "publishes nothing by default: no bus, no PutEvents grant, no endpoint, notifications off in the functions",
     () => {
-      const { template } = build();
+      const { hourglass, template } = build();
+      expect(hourglass.eventBus).toBeUndefined();
+      template.resourceCountIs("AWS::Events::EventBus", 0);
+      expect(putEventsStatements(template)).toHaveLength(0);
+      const environments = functionEnvironments(template);
+      expect(environments).toHaveLength(3);
+      for (const env of environments) {
+        expect(env.HOURGLASS_NOTIFICATIONS).toBe("false");
+        expect(env.HOURGLASS_EVENT_BUS_NAME).toBeUndefined();
+      }
+      const endpoints = JSON.stringify(template.findResources("AWS::EC2::VPCEndpoint"));
+      expect(endpoints).not.toMatch(/events/);
+    },
+    SLOW,
+  );
+
+  it(
+    "creates a bus for the transitions named, names both to the three functions, and lets only them put events on it",
+    () => {
+      const { template } = build(() => ({ notifications: { transitions: ["dead", "retrying", "dead"] } }));
       template.resourceCountIs("AWS::Events::EventBus", 1);
       const environments = functionEnvironments(template);
       expect(environments).toHaveLength(3);
       for (const env of environments) {
         expect(JSON.stringify(env.HOURGLASS_EVENT_BUS_NAME)).toMatch(/^\{"Ref":"HourglassEventBus/);
+        expect(env.HOURGLASS_EVENT_BUS_TRANSITIONS).toBe("dead,retrying");
+        expect(env.HOURGLASS_NOTIFICATIONS).toBeUndefined();
         // API Gateway cannot stream: the Redis stream is not written on AWS.
         expect(env.HOURGLASS_NOTIFY_STREAM).toBe("false");
       }
@@ -68,7 +90,10 @@ describe("notifications on AWS (EventBridge)", () => {
     "publishes to a bus it is given instead of creating one",
     () => {
       const { template } = build((stack) => ({
-        notifications: { eventBus: events.EventBus.fromEventBusName(stack, "Shared", "shared-bus") },
+        notifications: {
+          transitions: ["succeeded"],
+          eventBus: events.EventBus.fromEventBusName(stack, "Shared", "shared-bus"),
+        },
       }));
       template.resourceCountIs("AWS::Events::EventBus", 0);
       for (const env of functionEnvironments(template))
@@ -79,21 +104,16 @@ describe("notifications on AWS (EventBridge)", () => {
   );
 
   it(
-    "turns notifications off entirely when asked",
+    "refuses a bus with no transitions to put on it, and transitions that do not exist",
     () => {
-      const { hourglass, template } = build(() => ({ notifications: { enabled: false } }));
-      expect(hourglass.eventBus).toBeUndefined();
-      template.resourceCountIs("AWS::Events::EventBus", 0);
-      expect(putEventsStatements(template)).toHaveLength(0);
-      for (const env of functionEnvironments(template)) {
-        expect(env.HOURGLASS_NOTIFICATIONS).toBe("false");
-        expect(env.HOURGLASS_EVENT_BUS_NAME).toBeUndefined();
-      }
       expect(() =>
         build((stack) => ({
-          notifications: { enabled: false, eventBus: events.EventBus.fromEventBusName(stack, "B", "b") },
+          notifications: { eventBus: events.EventBus.fromEventBusName(stack, "B", "b") },
         })),
       ).toThrow(HourglassPropsError);
+      expect(() =>
+        build(() => ({ notifications: { transitions: ["finished" as unknown as Transition] } })),
+      ).toThrow(/unknown finished/);
     },
     SLOW,
   );
@@ -101,7 +121,7 @@ describe("notifications on AWS (EventBridge)", () => {
   it(
     "passes cdk-nag with the bus",
     () => {
-      const { app } = build();
+      const { app } = build(() => ({ notifications: { transitions: [...TRANSITIONS] } }));
       Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
       expect(() => app.synth()).not.toThrow();
     },

@@ -47,9 +47,11 @@ describe("egress", () => {
     Annotations.fromStack(stack).hasNoWarning("*", Match.stringLikeRegexp("no internet egress"));
   });
 
-  it("uses one NAT gateway outside production, and in the lean profile", () => {
+  it("uses one NAT gateway outside production, and in the lean profile when asked", () => {
     synth({ production: false }).template.resourceCountIs("AWS::EC2::NatGateway", 1);
-    synth({ profile: "lean" }).template.resourceCountIs("AWS::EC2::NatGateway", 1);
+    const lean = synth({ profile: "lean", egress: "nat-gateway" }).template;
+    lean.resourceCountIs("AWS::EC2::NatGateway", 1);
+    lean.resourceCountIs("AWS::EC2::Instance", 0);
   });
 
   it("warns at synth time, and tells the functions, when there is no egress", () => {
@@ -133,12 +135,47 @@ describe("the lean profile", () => {
     expect(group.DependsOn).toEqual(expect.arrayContaining([defaultId, hourglassId]));
   });
 
-  it("puts the interface endpoints in one AZ", () => {
-    const endpoints = Object.values(template.findResources("AWS::EC2::VPCEndpoint")).filter(
-      (e) => e.Properties.VpcEndpointType === "Interface",
+  it("goes out through one NAT instance, with no NAT gateway and no interface endpoint", () => {
+    template.resourceCountIs("AWS::EC2::NatGateway", 0);
+    template.resourceCountIs("AWS::EC2::EIP", 0);
+    template.resourceCountIs("AWS::EC2::Instance", 1);
+    template.hasResourceProperties("AWS::EC2::Instance", {
+      InstanceType: "t4g.nano",
+      SourceDestCheck: false,
+    });
+    const instance = stack.getLogicalId(stack.hourglass.nat!.gatewayInstances[0]!.node.defaultChild as never);
+    // Both private subnets route to the internet through it.
+    const routes = Object.values(template.findResources("AWS::EC2::Route")).filter(
+      (r) => r.Properties.InstanceId,
     );
-    expect(endpoints).toHaveLength(3); // SQS, Secrets Manager, EventBridge
+    expect(routes.map((r) => r.Properties)).toEqual([
+      expect.objectContaining({ DestinationCidrBlock: "0.0.0.0/0", InstanceId: { Ref: instance } }),
+      expect.objectContaining({ DestinationCidrBlock: "0.0.0.0/0", InstanceId: { Ref: instance } }),
+    ]);
+    // The AWS APIs go through it too; DynamoDB keeps its free gateway endpoint.
+    const endpoints = Object.values(template.findResources("AWS::EC2::VPCEndpoint"));
+    expect(endpoints.map((e) => e.Properties.VpcEndpointType)).toEqual(["Gateway"]);
+    expect(JSON.stringify(endpoints[0]!.Properties.ServiceName)).toContain("dynamodb");
+    for (const fn of hourglassFunctions(template))
+      expect(fn.Properties.Environment.Variables.HOURGLASS_INTERNET_EGRESS).toBe("true");
+  });
+
+  it("keeps interface endpoints in one AZ when it has no egress, the only way to the AWS APIs then", () => {
+    const endpoints = Object.values(
+      synth({ profile: "lean", egress: "none" }).template.findResources("AWS::EC2::VPCEndpoint"),
+    ).filter((e) => e.Properties.VpcEndpointType === "Interface");
+    expect(endpoints).toHaveLength(2); // SQS, Secrets Manager
     for (const endpoint of endpoints) expect(endpoint.Properties.SubnetIds).toHaveLength(1);
+  });
+
+  it("encrypts its tables with DynamoDB's own key, which makes no KMS requests", () => {
+    const tables = Object.values(template.findResources("AWS::DynamoDB::GlobalTable"));
+    expect(tables).toHaveLength(4);
+    for (const table of tables) expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: false });
+    // The standard profile keeps the AWS managed key, whose use shows in CloudTrail.
+    const standard = Object.values(synth().template.findResources("AWS::DynamoDB::GlobalTable"));
+    for (const table of standard)
+      expect(table.Properties.SSESpecification).toEqual({ SSEEnabled: true, SSEType: "KMS" });
   });
 
   it("serves an HTTP API with IAM authorization on every route, throttling and access logs, and no REST API", () => {
