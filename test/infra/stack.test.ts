@@ -214,9 +214,9 @@ describe("HourglassStack", () => {
     expect(names.map((n) => n.Ref).sort()).toEqual(alarms.sort());
   });
 
-  it("reaches the internet by default (a NAT gateway per AZ), with endpoints for DynamoDB, SQS, Secrets Manager and EventBridge", () => {
+  it("reaches the internet by default (a NAT gateway per AZ), with endpoints for DynamoDB, SQS and Secrets Manager (EventBridge only when transitions are published)", () => {
     template.resourceCountIs("AWS::EC2::NatGateway", 2);
-    template.resourceCountIs("AWS::EC2::VPCEndpoint", 4);
+    template.resourceCountIs("AWS::EC2::VPCEndpoint", 3);
   });
 
   it("drops deletion protection and retention when production is off", () => {
@@ -338,7 +338,7 @@ describe("handler functions", () => {
       { id: "AwsSolutions::AwsSolutions-L1", reason: "test function" },
     );
     const template = Template.fromStack(stack);
-    template.resourceCountIs("AWS::EC2::VPCEndpoint", 5);
+    template.resourceCountIs("AWS::EC2::VPCEndpoint", 4); // DynamoDB, SQS, Secrets Manager, Lambda
     const worker = Object.values(template.findResources("AWS::Lambda::Function")).find((f) =>
       JSON.stringify(f.Properties.Environment?.Variables ?? {}).includes("HOURGLASS_LAMBDA_TARGETS"),
     );
