@@ -24,6 +24,8 @@ export interface LeaseGrant {
   /** Strictly increasing per lease name, across expiry and takeover: a fencing token. */
   readonly token: number;
   readonly expiresAt: number;
+  /** The owner already held it: the same token, given back with the new expiry. */
+  readonly alreadyHeld?: true;
 }
 
 export interface LeaseState {
@@ -58,27 +60,86 @@ export class LeaseService {
     this.doc = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
   }
 
-  /** Takes the lease if nobody holds it or the holder's lease expired. Throws LeaseHeldError. */
+  /**
+   * Takes the lease if nobody holds it or the holder's lease expired (a new token), or gives it
+   * back to the owner that already holds it (the same token, expiry moved to now + ttl, as a renew
+   * would: `alreadyHeld` says so). Throws LeaseHeldError while another owner holds it.
+   */
   async acquire(tenant: string, name: string, owner: string, ttlMs: number): Promise<LeaseGrant> {
     checkTtl(ttlMs);
-    const now = this.clock();
+    // Each round is one conditional write decided on the item as DynamoDB holds it; a round loses
+    // only to a write that changed the item in between (a release, a renew, a takeover), so the
+    // next round sees that change. Bounded, since an owner racing itself is no reason to spin.
+    for (let round = 0; ; round++) {
+      const now = this.clock();
+      const taken = await this.take(tenant, name, owner, ttlMs, now);
+      if ("token" in taken) return taken;
+      const existing = taken.existing;
+      const live = existing?.owner === owner && existing.expiresAt > now;
+      if (!live || round === 2) {
+        throw new LeaseHeldError(name, existing?.owner ?? "unknown", existing?.expiresAt ?? 0);
+      }
+      const again = await this.reenter(tenant, name, owner, existing.token, now + ttlMs, now);
+      if (again) return again;
+    }
+  }
+
+  /**
+   * A new grant, with the next token: nobody holds the lease, its holder is past expiry by the
+   * skew margin, or it is this owner's own lease past expiry (nobody else can have held it since,
+   * but the owner may have stopped using it, so the token moves on).
+   */
+  private async take(
+    tenant: string,
+    name: string,
+    owner: string,
+    ttlMs: number,
+    now: number,
+  ): Promise<LeaseGrant | { existing: LeaseItem | undefined }> {
     const write = this.doc.send(
       new UpdateCommand({
         TableName: this.table,
         Key: { pk: keyOf(tenant, name) },
         ...update({
           set: { owner, expiresAt: now + ttlMs, token: increment(1) },
-          if: or(notExists("pk"), notExists("owner"), atMost("expiresAt", now - CLOCK_SKEW_MARGIN_MS)),
+          if: or(
+            notExists("pk"),
+            notExists("owner"),
+            atMost("expiresAt", now - CLOCK_SKEW_MARGIN_MS),
+            and(equals("owner", owner), atMost("expiresAt", now)),
+          ),
         }),
         ReturnValues: "ALL_NEW",
         ReturnValuesOnConditionCheckFailure: "ALL_OLD",
       }),
     );
-    const { Attributes } = await onConditionFailed(write, (existing: Partial<LeaseItem> | undefined) => {
-      throw new LeaseHeldError(name, existing?.owner ?? "unknown", existing?.expiresAt ?? 0);
-    });
-    const item = Attributes as LeaseItem;
+    const result = await onConditionFailed(write, (existing: LeaseItem | undefined) => ({ existing }));
+    if ("existing" in result) return result;
+    const item = result.Attributes as LeaseItem;
     return { name, owner, token: item.token, expiresAt: item.expiresAt };
+  }
+
+  /** The holder asks again: same token, while it still holds it with that token; undefined if not. */
+  private async reenter(
+    tenant: string,
+    name: string,
+    owner: string,
+    token: number,
+    expiresAt: number,
+    now: number,
+  ): Promise<LeaseGrant | undefined> {
+    const write = this.doc.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: keyOf(tenant, name) },
+        ...update({
+          set: { expiresAt },
+          if: and(equals("owner", owner), equals("token", token), greaterThan("expiresAt", now)),
+        }),
+      }),
+    );
+    const done = await onConditionFailed(write, () => undefined);
+    return done && { name, owner, token, expiresAt, alreadyHeld: true };
   }
 
   /** Extends the lease, for the same owner and token only, and only while it has not expired. */

@@ -49,6 +49,18 @@ describe("leases over HTTP", () => {
     const released = await call("POST", "/v1/leases/report/release", { owner: "a", token: 1 });
     expect(released.json).toMatchObject({ held: false, token: 1 });
     expect((await call("GET", "/v1/leases/report")).json.held).toBe(false);
+    // The holder asking again gets its own lease back (same token); another owner still gets 409.
+    const mine = await call("POST", "/v1/leases/report/acquire", { owner: "a", ttlSeconds: 30 });
+    const again = await call("POST", "/v1/leases/report/acquire", { owner: "a", ttlSeconds: 60 });
+    expect(again.status).toBe(200);
+    expect(again.json).toMatchObject({ owner: "a", token: mine.json.token, alreadyHeld: true });
+    expect(Date.parse(again.json.expiresAt)).toBeGreaterThan(Date.parse(mine.json.expiresAt));
+    expect((await call("POST", "/v1/leases/report/acquire", { owner: "b", ttlSeconds: 30 })).status).toBe(
+      409,
+    );
+    expect(
+      (await call("POST", "/v1/leases/report/release", { owner: "a", token: mine.json.token })).status,
+    ).toBe(200);
     expect((await call("POST", "/v1/leases/report/acquire", { owner: "a", ttlSeconds: 0 })).status).toBe(422);
     expect((await call("POST", "/v1/leases/bad%20name/acquire", { owner: "a", ttlSeconds: 5 })).status).toBe(
       404,

@@ -187,6 +187,61 @@ describe("leases", () => {
     expect((await leases.acquire(tenant, "stale", "c", 1_000)).token).toBe(second.token + 1);
   });
 
+  it("gives an owner that holds the lease its own lease back: same token, expiry moved to now + ttl", async () => {
+    const tenant = fresh();
+    const first = await leases.acquire(tenant, "again", "vm", 10_000);
+    expect(first.alreadyHeld).toBeUndefined();
+    now += 3_000;
+    const again = await leases.acquire(tenant, "again", "vm", 10_000);
+    expect(again).toEqual({
+      name: "again",
+      owner: "vm",
+      token: first.token,
+      expiresAt: now + 10_000,
+      alreadyHeld: true,
+    });
+    // Another owner still waits, and the lease item says what the holder was told.
+    await expect(leases.acquire(tenant, "again", "other", 10_000)).rejects.toMatchObject({
+      holder: "vm",
+      expiresAt: now + 10_000,
+    });
+    expect(await leases.get(tenant, "again")).toMatchObject({
+      holder: "vm",
+      token: first.token,
+      expiresAt: now + 10_000,
+    });
+    // The token it had still renews and releases: a repeat changed nothing else.
+    await leases.renew(tenant, "again", "vm", first.token, 10_000);
+    // Expired (within the skew margin, so nobody else may take it yet): the same owner gets a new
+    // token, since it may have stopped using the old one and something may fence it.
+    now += 10_000;
+    const renewedAfterExpiry = await leases.acquire(tenant, "again", "vm", 10_000);
+    expect(renewedAfterExpiry.token).toBe(first.token + 1);
+    expect(renewedAfterExpiry.alreadyHeld).toBeUndefined();
+    now += 10_000 + CLOCK_SKEW_MARGIN_MS;
+    const taken = await leases.acquire(tenant, "again", "other", 10_000);
+    expect(taken.token).toBe(first.token + 2);
+    await expect(leases.acquire(tenant, "again", "vm", 10_000)).rejects.toBeInstanceOf(LeaseHeldError);
+  });
+
+  it("keeps one holder and one token when an owner's repeats race other owners for a free lease", async () => {
+    const tenant = fresh();
+    const owners = ["a", "b", "c", "d"];
+    const attempts = await Promise.allSettled(
+      Array.from({ length: 40 }, (_, i) => leases.acquire(tenant, "repeat-race", owners[i % 4]!, 30_000)),
+    );
+    const grants = attempts.flatMap((a) => (a.status === "fulfilled" ? [a.value] : []));
+    for (const a of attempts) {
+      if (a.status === "rejected") expect(a.reason).toBeInstanceOf(LeaseHeldError);
+    }
+    // Every grant went to one owner, with one token: the first, its repeats given back the same.
+    expect(new Set(grants.map((g) => g.owner)).size).toBe(1);
+    expect(new Set(grants.map((g) => g.token))).toEqual(new Set([1]));
+    expect(grants.filter((g) => !g.alreadyHeld)).toHaveLength(1);
+    expect(grants.length).toBeGreaterThan(1);
+    expect((await leases.get(tenant, "repeat-race")).token).toBe(1);
+  });
+
   it("keeps tenants apart: the same lease name in two tenants is two leases", async () => {
     const [t1, t2] = [fresh(), fresh()];
     await leases.acquire(t1, "same-name", "a", 10_000);

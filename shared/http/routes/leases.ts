@@ -28,7 +28,16 @@ const ReleaseBody = z
   .strict()
   .openapi("LeaseRelease");
 export const Grant = z
-  .object({ name: z.string(), owner: z.string(), token: z.number().int(), expiresAt: z.string().datetime() })
+  .object({
+    name: z.string(),
+    owner: z.string(),
+    token: z.number().int(),
+    expiresAt: z.string().datetime(),
+    alreadyHeld: z.boolean().optional().openapi({
+      description:
+        "true when this owner already held the lease: the same token, expiry moved to now + ttlSeconds",
+    }),
+  })
   .openapi("LeaseGrant");
 export const State = z
   .object({
@@ -54,11 +63,16 @@ export function mountLeaseRoutes(app: OpenAPIHono<TenantEnv>, leases: () => Leas
       method: "post",
       path: "/v1/leases/{name}/acquire",
       tags,
-      summary: "Take a lease, if nobody holds it or the holder's lease expired",
+      summary: "Take a lease, if nobody holds it or the holder's lease expired; the holder gets its own back",
       description:
-        "The token strictly increases per lease name: pass it to what the lease protects, so it can refuse a stale holder.",
+        "The token strictly increases per lease name: pass it to what the lease protects, so it can refuse a stale holder. " +
+        "An owner that already holds the lease gets it back with the same token, its expiry moved to now + ttlSeconds " +
+        "(`alreadyHeld: true`); another owner gets 409 until the lease is released or expired.",
       request: { params: NameParam, ...jsonRequest(AcquireBody) },
-      responses: { 200: json(Grant, "Yours until expiresAt"), ...problems(409, 422, 503) },
+      responses: {
+        200: json(Grant, "Yours until expiresAt (again, if you held it)"),
+        ...problems(409, 422, 503),
+      },
     }),
     async (c) => {
       const { owner, ttlSeconds } = c.req.valid("json");
