@@ -1,7 +1,8 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
-import type { HourglassClient } from "../client/client.ts";
+import { HourglassApiError, type HourglassClient } from "../client/client.ts";
 import { need } from "./options.ts";
-import { type Output, table } from "./output.ts";
+import { details, type Output, table } from "./output.ts";
+import { once, StateConflictError } from "./repeats.ts";
 
 type Context = (command: Command) => { client: HourglassClient; out: Output };
 
@@ -84,22 +85,56 @@ export function addLedgerCommands(root: Command, context: Context): void {
       });
       out.print(held, () => `held ${held.id} until ${held.expiresAt}`);
     });
+  // `confirm` and `release` (top level) came first; `reservation confirm|cancel` say the same.
+  const confirm = (id: string, command: Command) => {
+    const { client, out } = context(command);
+    return once(out, {
+      subject: `reservation ${id}`,
+      verb: "confirm",
+      satisfied: ["confirmed"],
+      act: () => client.confirm(id),
+      current: () => client.reservation(id),
+      done: (r) => `confirmed ${r.id}`,
+    });
+  };
+  const cancel = (id: string, command: Command) => {
+    const { client, out } = context(command);
+    return once(out, {
+      subject: `reservation ${id}`,
+      verb: "cancel",
+      // An expired hold gave its stock back, as a cancelled one did: nothing is left to do.
+      satisfied: ["cancelled", "expired"],
+      act: () => client.cancelHold(id),
+      current: () => client.reservation(id),
+      done: (r) => `released ${r.id}`,
+    });
+  };
   root
     .command("confirm <reservation>")
-    .description("sell what a hold holds")
-    .action(async (id: string, _options, command: Command) => {
-      const { client, out } = context(command);
-      const done = await client.confirm(id);
-      out.print(done, () => `confirmed ${done.id}`);
-    });
+    .description("sell what a hold holds (as reservation confirm)")
+    .action((id: string, _options, command: Command) => confirm(id, command));
   root
     .command("release <reservation>")
-    .description("cancel a hold now")
+    .description("cancel a hold now (as reservation cancel)")
+    .action((id: string, _options, command: Command) => cancel(id, command));
+
+  const reservation = root.command("reservation").description("holds: show, confirm, cancel");
+  reservation
+    .command("get <id>")
+    .description("show a reservation: status, items, expiry")
     .action(async (id: string, _options, command: Command) => {
       const { client, out } = context(command);
-      const done = await client.cancelHold(id);
-      out.print(done, () => `released ${done.id}`);
+      const r = await client.reservation(id);
+      out.print(r, () => details({ ...r, items: r.items.map((i) => `${i.sku}=${i.quantity}`).join(" ") }));
     });
+  reservation
+    .command("confirm <id>")
+    .description("sell what the hold holds")
+    .action((id: string, _options, command: Command) => confirm(id, command));
+  reservation
+    .command("cancel <id>")
+    .description("cancel the hold now: its stock is available again")
+    .action((id: string, _options, command: Command) => cancel(id, command));
 
   const lease = root.command("lease").description("distributed locks with fencing tokens");
   lease
@@ -110,9 +145,10 @@ export function addLedgerCommands(root: Command, context: Context): void {
     .action(async (name: string, options, command: Command) => {
       const { client, out } = context(command);
       const grant = await client.acquireLease(name, { owner: options.owner, ttlSeconds: options.ttl });
-      out.print(
-        grant,
-        () => `${name}: held by ${grant.owner} until ${grant.expiresAt}, token ${grant.token}`,
+      out.print(grant, () =>
+        grant.alreadyHeld
+          ? `${name}: already held by ${grant.owner}, now until ${grant.expiresAt}, token ${grant.token} (unchanged)`
+          : `${name}: held by ${grant.owner} until ${grant.expiresAt}, token ${grant.token}`,
       );
     });
   // Not --token: that is the global bearer token.
@@ -143,7 +179,23 @@ export function addLedgerCommands(root: Command, context: Context): void {
     .addOption(leaseToken())
     .action(async (name: string, options, command: Command) => {
       const { client, out } = context(command);
-      const state = await client.releaseLease(name, { owner: options.owner, token: options.leaseToken });
-      out.print(state, () => `${name}: released (last token ${state.token})`);
+      const { owner, leaseToken: token } = options as { owner: string; leaseToken: number };
+      try {
+        const state = await client.releaseLease(name, { owner, token });
+        out.print(state, () => `${name}: released (last token ${state.token})`);
+      } catch (error) {
+        if (!(error instanceof HourglassApiError) || error.status !== 409) throw error;
+        // Not the holder with that token: released already (by this or an earlier call, or it
+        // expired), which is what a release asks; or someone else took it, which contradicts it.
+        const state = await client.lease(name);
+        if (state.held && state.owner !== undefined && state.token !== token) {
+          throw new StateConflictError(
+            `lease ${name}`,
+            "release",
+            `held by ${state.owner} (token ${state.token})`,
+          );
+        }
+        out.print(state, () => `lease ${name}: already released (last token ${state.token})`);
+      }
     });
 }

@@ -1,8 +1,7 @@
-import Table from "cli-table3";
 import { type Command, InvalidArgumentError } from "commander";
 import type { HourglassClient, VersionedLimits } from "../client/client.ts";
 import type { LimitsInput } from "../limits/model.ts";
-import type { Output } from "./output.ts";
+import { type Output, table } from "./output.ts";
 
 type Context = (command: Command) => { client: HourglassClient; out: Output };
 
@@ -17,8 +16,8 @@ const limit = (integer: boolean) => (value: string) => {
 };
 
 function describe({ limits, etag }: VersionedLimits): string {
-  const table = new Table();
-  table.push(
+  const rows = table();
+  rows.push(
     { type: limits.type },
     { paused: limits.paused ? "yes: events stay scheduled (heldBy paused)" : "no" },
     { ratePerSecond: limits.ratePerSecond === undefined ? "no limit" : String(limits.ratePerSecond) },
@@ -33,7 +32,7 @@ function describe({ limits, etag }: VersionedLimits): string {
     { maxConcurrency: limits.maxConcurrency === undefined ? "no limit" : String(limits.maxConcurrency) },
     { version: `${limits.version} (ETag ${etag})` },
   );
-  return table.toString();
+  return rows.toString();
 }
 
 /** The writable part of a type's limits (what a PUT takes). */

@@ -1,20 +1,14 @@
-import Table from "cli-table3";
 import type { Command } from "commander";
 import { AdminRouteError, adminRoute, adminRows, pauseReport } from "./admin-route.ts";
-import {
-  type AwsStatus,
-  awsStatus,
-  OpsError,
-  opsClients,
-  type QueueDepth,
-  setDeploymentPaused,
-} from "./aws-deployment.ts";
-import type { Output } from "./output.ts";
+// Types only: the AWS SDK clients behind --aws load when --aws is given, so every other command
+// starts without them (a third of a second of imports).
+import type { AwsStatus, QueueDepth } from "./aws-deployment.ts";
+import { type Output, table } from "./output.ts";
 
 function statusTable(s: AwsStatus): string {
-  const table = new Table();
+  const rows = table();
   const q = (d: QueueDepth) => `${d.visible} waiting, ${d.inFlight} in flight, ${d.delayed} delayed`;
-  table.push(
+  rows.push(
     { stack: s.stack },
     { dispatcher: `${s.dispatcher.state} (${s.dispatcher.expression}) ${s.dispatcher.schedule}` },
     { "last change": s.dispatcher.lastModified ?? "unknown" },
@@ -24,7 +18,7 @@ function statusTable(s: AwsStatus): string {
     { "alarms in ALARM": s.alarmsInAlarm.length === 0 ? "none" : s.alarmsInAlarm.join("\n") },
     { "oldest overdue (metric)": s.oldestOverdueMs === null ? "no data" : `${s.oldestOverdueMs} ms` },
   );
-  return table.toString();
+  return rows.toString();
 }
 
 interface OpsGlobals {
@@ -43,6 +37,7 @@ const reported =
     try {
       await action(...args);
     } catch (error) {
+      const { OpsError } = await import("./aws-deployment.ts");
       const known =
         error instanceof OpsError ||
         error instanceof AdminRouteError ||
@@ -75,6 +70,7 @@ export function addOpsCommands(root: Command, context: Context): void {
       const { out } = context(command);
       const globals = command.optsWithGlobals<OpsGlobals>();
       if (options.aws) {
+        const { awsStatus, opsClients } = await import("./aws-deployment.ts");
         const status = await awsStatus(opsClients(globals.region), options.stack);
         out.print(status, () => statusTable(status));
         return;
@@ -105,6 +101,7 @@ export function addOpsCommands(root: Command, context: Context): void {
         const { out } = context(command);
         const globals = command.optsWithGlobals<OpsGlobals>();
         if (options.aws) {
+          const { opsClients, setDeploymentPaused } = await import("./aws-deployment.ts");
           const result = await setDeploymentPaused(opsClients(globals.region), options.stack, paused);
           if (result.complete || out.json) out.print(result, () => pauseReport(result));
           else process.stderr.write(`hourglass: ${pauseReport(result)}\n`);

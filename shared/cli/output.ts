@@ -43,8 +43,8 @@ export function table(options: { head?: string[]; colWidths?: (number | null)[] 
 /** Wide enough for a typical error line; longer ones wrap at word boundaries, never mid-word. */
 const LAST_ERROR_WIDTH = 42;
 
-export function eventTable(events: readonly EventBody[]): string {
-  if (events.length === 0) return "(no events)";
+export function eventTable(events: readonly EventBody[], empty = "(no events)"): string {
+  if (events.length === 0) return empty;
   const rows = table({
     head: ["id", "type", "status", "runAt", "attempts", "last error"],
     colWidths: [null, null, null, null, null, LAST_ERROR_WIDTH],
@@ -56,9 +56,14 @@ export function eventTable(events: readonly EventBody[]): string {
 }
 
 export function eventDetails(e: EventBody): string {
+  return details(e);
+}
+
+/** One row per field: strings as they are, anything else as JSON. */
+export function details(value: object): string {
   const rows = table();
-  for (const [key, value] of Object.entries(e)) {
-    rows.push({ [key]: typeof value === "string" ? value : JSON.stringify(value) });
+  for (const [key, field] of Object.entries(value)) {
+    rows.push({ [key]: typeof field === "string" ? field : JSON.stringify(field) });
   }
   return rows.toString();
 }
@@ -70,14 +75,29 @@ export function statsReport(stats: StatsBody): string {
       ? `    due beyond the near horizon (journal only): ${stats.farPending}${stats.farTruncated ? " or more" : ""}`
       : "";
   const lines = [`index size: ${stats.indexSize}    oldest overdue: ${stats.oldestOverdueMs} ms${far}`];
+  const held = heldText(stats.heldBy);
+  if (held) lines.push(`held back by flow control (heldBy): ${held}`);
   const statuses = Object.keys(stats.byStatus);
   if (statuses.length === 0) return [...lines, "(no events)"].join("\n");
-  const byType = table({ head: ["type", ...statuses, "total"] });
+  const byType = table({ head: ["type", ...statuses, "total", "heldBy"] });
   for (const [type, counts] of Object.entries(stats.byType)) {
     const row = statuses.map((s) => (counts as Record<string, number>)[s] ?? 0);
-    byType.push([type, ...row.map(String), String(row.reduce((a, b) => a + b, 0))]);
+    byType.push([
+      type,
+      ...row.map(String),
+      String(row.reduce((a, b) => a + b, 0)),
+      heldText(stats.heldByType[type] ?? {}),
+    ]);
   }
   const totals = statuses.map((s) => stats.byStatus[s] ?? 0);
-  byType.push(["all types", ...totals.map(String), String(totals.reduce((a, b) => a + b, 0))]);
+  byType.push(["all types", ...totals.map(String), String(totals.reduce((a, b) => a + b, 0)), held]);
   return [...lines, byType.toString()].join("\n");
+}
+
+/** `paused 3, rate 1`: the reasons that hold events back, without the zeros. */
+function heldText(heldBy: Readonly<Record<string, number>>): string {
+  return Object.entries(heldBy)
+    .filter(([, n]) => n > 0)
+    .map(([reason, n]) => `${reason} ${n}`)
+    .join(", ");
 }

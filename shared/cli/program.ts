@@ -11,6 +11,7 @@ import { addLimitsCommands } from "./limits-commands.ts";
 import { addOpsCommands } from "./ops-commands.ts";
 import { checkRequiredOptions, need } from "./options.ts";
 import { eventDetails, eventTable, output, statsReport } from "./output.ts";
+import { once, StateConflictError } from "./repeats.ts";
 import { addScheduleCommands } from "./schedule-commands.ts";
 
 interface Globals {
@@ -65,6 +66,13 @@ function payload(value: string): unknown {
   }
 }
 
+/** A whole number, 1 or more (`--limit`, `--batch`, `--max-attempts`). */
+function count(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError("a whole number, 1 or more");
+  return n;
+}
+
 function when(options: { in?: number; at?: string }) {
   if ((options.in === undefined) === (options.at === undefined)) {
     throw new InvalidArgumentError("give exactly one of --in and --at");
@@ -87,7 +95,6 @@ export function program(): Command {
       "AWS region for --sigv4 (default: the execute-api URL's, else AWS_REGION, AWS_DEFAULT_REGION, the profile's)",
     )
     .option("--json", "print JSON, for scripts")
-    .showHelpAfterError()
     .showSuggestionAfterError();
   checkRequiredOptions(root);
 
@@ -109,7 +116,7 @@ export function program(): Command {
     .option("--at <time>", "run at this ISO-8601 time", instant)
     .addOption(need(new Option("--payload <json|@file>", PAYLOAD_HELP).argParser(payload), PAYLOAD_HELP))
     .option("--id <id>", "your idempotency key")
-    .option("--max-attempts <n>", "attempts before the dead letters", (v) => Number.parseInt(v, 10))
+    .option("--max-attempts <n>", "attempts before the dead letters", count)
     .action(async (options, command: Command) => {
       const { client, out } = context(command);
       const event = await client.schedule({
@@ -140,8 +147,17 @@ export function program(): Command {
     .description("cancel an event that has not started")
     .action(async (id: string, _options, command: Command) => {
       const { client, out } = context(command);
-      const event = await client.cancel(id);
-      out.print(event, () => `cancelled ${event.id}`);
+      await once(out, {
+        subject: `event ${id}`,
+        verb: "cancel",
+        // Expired: it never runs either, which is all a cancel asks.
+        satisfied: ["cancelled", "expired"],
+        // The API answers a second cancel with 200, as the first: only the state before tells them apart.
+        before: async () => (await client.get(id)).status,
+        act: () => client.cancel(id),
+        current: () => client.get(id),
+        done: (event) => `cancelled ${event.id}`,
+      });
     });
 
   root
@@ -160,13 +176,15 @@ export function program(): Command {
     .description("list events, newest first")
     .option("--status <status>", "scheduled, dispatched, running, succeeded, retrying, dead or cancelled")
     .option("--type <type>", "only this type")
-    .option("--limit <n>", "how many at most", (v) => Number.parseInt(v, 10), 25)
+    .option("--schedule-id <id>", "only this recurring schedule's occurrences")
+    .option("--limit <n>", "how many at most", count, 25)
     .action(async (options, command: Command) => {
       const { client, out } = context(command);
       const events: EventBody[] = [];
       for await (const event of client.listAll({
         status: options.status,
         type: options.type,
+        scheduleId: options.scheduleId,
         limit: Math.min(100, options.limit),
       })) {
         events.push(event);
@@ -188,7 +206,7 @@ export function program(): Command {
   dlq
     .command("ls")
     .description("list dead letters")
-    .option("--limit <n>", "how many at most", (v) => Number.parseInt(v, 10), 25)
+    .option("--limit <n>", "how many at most", count, 25)
     .action(async (options, command: Command) => {
       const { client, out } = context(command);
       const events: EventBody[] = [];
@@ -196,21 +214,28 @@ export function program(): Command {
         events.push(event);
         if (events.length >= options.limit) break;
       }
-      out.print(events, () => eventTable(events));
+      out.print(events, () => eventTable(events, "no dead letters"));
     });
   dlq
     .command("replay <id>")
     .description("run a dead letter again, now")
     .action(async (id: string, _options, command: Command) => {
       const { client, out } = context(command);
-      const event = await client.replay(id);
-      out.print(event, () => `replayed ${event.id}: ${event.status} for ${event.runAt}`);
+      await once(out, {
+        subject: `event ${id}`,
+        verb: "replay",
+        // No longer dead: it was replayed (final is final, so nothing else revives it) and runs, or ran.
+        satisfied: ["scheduled", "dispatched", "running", "retrying", "succeeded"],
+        act: () => client.replay(id),
+        current: () => client.get(id),
+        done: (event) => `replayed ${event.id}: ${event.status} for ${event.runAt}`,
+      });
     });
 
   root
     .command("import <file>")
     .description("import events from NDJSON (one ScheduleEvent per line); safe to run again")
-    .option("--batch <n>", "events per request (1 to 500)", (v) => Number.parseInt(v, 10), 500)
+    .option("--batch <n>", "events per request (1 to 500)", count, 500)
     .option("--progress", "show a progress bar (default: when stderr is a terminal)")
     .option("--no-progress", "never show a progress bar")
     .action(async (file: string, options, command: Command) => {
@@ -233,7 +258,18 @@ export function program(): Command {
   addScheduleCommands(root, context);
   addOpsCommands(root, context);
   addLimitsCommands(root, context);
+  usageAfterErrors(root);
   return root;
+}
+
+/**
+ * A flag used wrongly prints its one error and that command's usage line, not the whole help
+ * (which buries the error): commander prints the string given here after its error.
+ */
+function usageAfterErrors(command: Command, path = ""): void {
+  const name = path ? `${path} ${command.name()}` : command.name();
+  command.showHelpAfterError(`usage: ${name} ${command.usage()}\n(${name} --help for more)`);
+  for (const sub of command.commands) usageAfterErrors(sub, name);
 }
 
 /**
@@ -270,6 +306,13 @@ export async function main(argv: string[]): Promise<void> {
         `hourglass: nothing answers at ${cli.opts<Globals>().url} (${why}). Start Hourglass with ` +
           "`npm start` in the project folder, or point --url (or HOURGLASS_URL) at a running one.\n",
       );
+      process.exitCode = 1;
+      return;
+    }
+    if (error instanceof StateConflictError) {
+      if (argv.includes("--json"))
+        process.stdout.write(`${JSON.stringify({ error: error.message, state: error.state }, null, 2)}\n`);
+      else process.stderr.write(`hourglass: ${error.message}\n`);
       process.exitCode = 1;
       return;
     }

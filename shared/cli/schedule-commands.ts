@@ -1,9 +1,10 @@
 import { readFileSync } from "node:fs";
-import Table from "cli-table3";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import type { HourglassClient, ScheduleBody } from "../client/client.ts";
 import type { ImportRow } from "./eventbridge-import.ts";
-import type { Output } from "./output.ts";
+import { need } from "./options.ts";
+import { details, type Output, table } from "./output.ts";
+import { isNotFound, once } from "./repeats.ts";
 
 type Context = (command: Command) => { client: HourglassClient; out: Output };
 
@@ -38,9 +39,9 @@ const typeFor = (value: string, previous: Record<string, string> = {}) => {
 
 function scheduleTable(schedules: readonly ScheduleBody[]): string {
   if (schedules.length === 0) return "(no schedules)";
-  const table = new Table({ head: ["id", "when", "zone", "type", "state", "next", "runs/skipped/missed"] });
+  const rows = table({ head: ["id", "when", "zone", "type", "state", "next", "runs/skipped/missed"] });
   for (const s of schedules) {
-    table.push([
+    rows.push([
       s.id,
       s.cron ?? `every ${s.rate}`,
       s.timezone,
@@ -50,23 +51,15 @@ function scheduleTable(schedules: readonly ScheduleBody[]): string {
       `${s.occurrences}/${s.skipped}/${s.missed}`,
     ]);
   }
-  return table.toString();
-}
-
-function details(s: ScheduleBody): string {
-  const table = new Table();
-  for (const [key, value] of Object.entries(s)) {
-    table.push({ [key]: typeof value === "string" ? value : JSON.stringify(value) });
-  }
-  return table.toString();
+  return rows.toString();
 }
 
 function importTable(rows: readonly ImportRow[]): string {
-  const table = new Table({
+  const out = table({
     head: ["source", "hourglass id", "mapping", "result", "source disabled", "notes"],
   });
   for (const r of rows) {
-    table.push([
+    out.push([
       r.source,
       r.id ?? "",
       r.mapping,
@@ -78,7 +71,7 @@ function importTable(rows: readonly ImportRow[]): string {
   const totals = ["mapped", "changed", "refused", "skipped"].map(
     (m) => `${m} ${rows.filter((r) => r.mapping === m).length}`,
   );
-  return `${rows.length === 0 ? "(no schedules)" : table.toString()}\n${totals.join(", ")}`;
+  return `${rows.length === 0 ? "(no schedules)" : out.toString()}\n${totals.join(", ")}`;
 }
 
 /** `hourglass schedules create|ls|get|next|pause|resume|rm|import`. */
@@ -96,7 +89,7 @@ export function addScheduleCommands(root: Command, context: Context): void {
     .option("--tz <zone>", "IANA time zone", "UTC")
     .option("--start <time>", "no occurrence before", instant)
     .option("--end <time>", "no occurrence at or after", instant)
-    .requiredOption("--type <type>", "event type each occurrence runs")
+    .addOption(need(new Option("--type <type>", "event type each occurrence runs")))
     .option("--payload <json|@file>", "the events' payload", payload, null)
     .option("--max-attempts <n>", "attempts before the dead letters", count)
     .addOption(
@@ -170,30 +163,61 @@ export function addScheduleCommands(root: Command, context: Context): void {
       out.print({ occurrences }, () => occurrences.map((o) => `${o.at}  ${o.local}`).join("\n") || "(none)");
     });
 
-  for (const [name, description] of [
-    ["pause", "pause; unstarted occurrences are cancelled"],
-    ["resume", "resume from the next occurrence after now"],
-    ["rm", "delete; unstarted occurrences are cancelled"],
-  ] as const) {
-    schedules
-      .command(`${name} <id>`)
-      .description(description)
-      .action(async (id: string, _options, command: Command) => {
-        const { client, out } = context(command);
-        const schedule =
-          name === "pause"
-            ? await client.pauseSchedule(id)
-            : name === "resume"
-              ? await client.resumeSchedule(id)
-              : await client.deleteSchedule(id);
-        out.print(schedule, () => `${name === "rm" ? "deleted" : schedule.state} ${schedule.id}`);
+  schedules
+    .command("pause <id>")
+    .description("pause; unstarted occurrences are cancelled")
+    .action(async (id: string, _options, command: Command) => {
+      const { client, out } = context(command);
+      await once(out, {
+        subject: `schedule ${id}`,
+        verb: "pause",
+        // Ended: it fires no more, which is all a pause asks.
+        satisfied: ["paused", "ended"],
+        before: async () => (await client.getSchedule(id)).state,
+        act: () => client.pauseSchedule(id),
+        current: () => client.getSchedule(id),
+        done: (s) => `paused ${s.id}`,
       });
-  }
+    });
+  schedules
+    .command("resume <id>")
+    .description("resume from the next occurrence after now")
+    .action(async (id: string, _options, command: Command) => {
+      const { client, out } = context(command);
+      await once(out, {
+        subject: `schedule ${id}`,
+        verb: "resume",
+        satisfied: ["active"],
+        contradicting: ["ended"],
+        before: async () => (await client.getSchedule(id)).state,
+        act: () => client.resumeSchedule(id),
+        current: () => client.getSchedule(id),
+        done: (s) => `resumed ${s.id}; next ${s.nextAt ?? "none"}`,
+      });
+    });
+
+  schedules
+    .command("rm <id>")
+    .description("delete; unstarted occurrences are cancelled; again is a no-op")
+    .action(async (id: string, _options, command: Command) => {
+      const { client, out } = context(command);
+      try {
+        const schedule = await client.deleteSchedule(id);
+        out.print(schedule, () => `deleted ${schedule.id}`);
+      } catch (error) {
+        if (!isNotFound(error)) throw error;
+        // A deleted schedule leaves nothing behind, so its absence is what a delete asks for; the
+        // server cannot tell "deleted before" from "never there", and neither can this message.
+        out.print({ id, deleted: true }, () => `schedule ${id}: already deleted (or never there)`);
+      }
+    });
 
   schedules
     .command("import")
     .description("copy EventBridge Scheduler schedules; safe to run again")
-    .requiredOption("--from-eventbridge", "read schedules from EventBridge Scheduler (AWS credentials)")
+    .addOption(
+      need(new Option("--from-eventbridge", "read schedules from EventBridge Scheduler (AWS credentials)")),
+    )
     .option("--group <name>", "only this schedule group")
     .option("--prefix <prefix>", "only names starting with this")
     .option("--dry-run", "map and report; create and disable nothing")
