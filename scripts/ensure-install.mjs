@@ -55,3 +55,7 @@ if (!process.env.AWS_ENDPOINT_URL_DYNAMODB && spawnSync("java", ["-version"], { 
   );
   process.exit(1);
 }
+
+// The CLI's bundle (scripts/build-cli.mjs): built here once, rather than by the first of the
+// several CLI processes a test run starts at the same time. Missing or stale only.
+run("node", ["scripts/build-cli.mjs", "--if-stale"]);

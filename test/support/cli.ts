@@ -4,7 +4,7 @@ import { promisify } from "node:util";
 const run = promisify(execFile);
 
 /**
- * Generous: each run loads tsx and transpiles the CLI, slow on a loaded two-core machine (an
+ * Generous: each run starts Node and the prebuilt CLI (rebuilt first if a source changed), slow on a loaded two-core machine (an
  * import of 1,200 events outlived 120 s at a load average of 25). Within the CLI tests' 300 s.
  */
 const CLI_TIMEOUT_MS = 240_000;

@@ -1,0 +1,102 @@
+import { execFile } from "node:child_process";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+
+const run = promisify(execFile);
+
+/**
+ * The `hourglass` command runs a bundle esbuild built (issue 35, item 5), never stale code: each
+ * case works in a copy of the project's sources (so files can be changed and dated freely) with
+ * links to its installed packages. How fast it starts is measured, not asserted (README).
+ */
+const repo = resolve(".");
+const sandboxes: string[] = [];
+
+/** A copy of shared/ and the two scripts, with node_modules linked package by package, minus `without`. */
+function sandbox(without: readonly string[] = []): string {
+  const dir = mkdtempSync(join(tmpdir(), "hg-prebuilt-"));
+  sandboxes.push(dir);
+  cpSync(join(repo, "shared"), join(dir, "shared"), { recursive: true });
+  mkdirSync(join(dir, "scripts"));
+  for (const script of ["hourglass.mjs", "build-cli.mjs"]) {
+    cpSync(join(repo, "scripts", script), join(dir, "scripts", script));
+  }
+  cpSync(join(repo, "package.json"), join(dir, "package.json"));
+  mkdirSync(join(dir, "node_modules"));
+  for (const name of readdirSync(join(repo, "node_modules"))) {
+    if (without.includes(name)) continue;
+    symlinkSync(join(repo, "node_modules", name), join(dir, "node_modules", name));
+  }
+  return dir;
+}
+
+async function hourglass(dir: string, ...args: string[]) {
+  const { stdout, stderr } = await run("node", [join(dir, "scripts", "hourglass.mjs"), ...args], {
+    timeout: 240_000,
+  });
+  return { stdout, stderr };
+}
+
+afterAll(() => {
+  for (const dir of sandboxes) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the prebuilt CLI", { timeout: 300_000 }, () => {
+  it("builds the bundle when it is missing, reuses it, and rebuilds it when a source changes", async () => {
+    const dir = sandbox();
+    const bundle = join(dir, "dist", "cli", "hourglass.mjs");
+    expect(existsSync(bundle)).toBe(false);
+    const first = await hourglass(dir, "--help");
+    expect(first.stdout).toContain("Schedule, inspect and cancel Hourglass events");
+    expect(first.stderr).toBe("");
+    // Built from this project's sources; the dependencies are inside it, not watched file by file.
+    const inputs: string[] = JSON.parse(readFileSync(join(dir, "dist", "cli", "inputs.json"), "utf8"));
+    expect(inputs).toContain("shared/cli/program.ts");
+    expect(inputs.some((input) => input.includes("node_modules"))).toBe(false);
+
+    const built = statSync(bundle).mtimeMs;
+    await hourglass(dir, "--help");
+    expect(statSync(bundle).mtimeMs).toBe(built);
+
+    // An edit (a pull, a checkout) makes a source newer than the bundle: the next call runs it.
+    const program = join(dir, "shared", "cli", "program.ts");
+    writeFileSync(
+      program,
+      readFileSync(program, "utf8").replace(
+        "Schedule, inspect and cancel Hourglass events",
+        "Edited since the build",
+      ),
+    );
+    const later = new Date(built + 5_000);
+    utimesSync(program, later, later);
+    const edited = await hourglass(dir, "--help");
+    expect(edited.stdout).toContain("Edited since the build");
+    expect(statSync(bundle).mtimeMs).toBeGreaterThan(built);
+  });
+
+  it("runs from source through tsx, and says so, when there is no bundle and no esbuild to build one", async () => {
+    const dir = sandbox(["esbuild", "@esbuild", ".bin"]);
+    const result = await hourglass(dir, "--help");
+    expect(result.stdout).toContain("Schedule, inspect and cancel Hourglass events");
+    expect(result.stderr).toContain(
+      "[hourglass] the prebuilt CLI is missing or stale and could not be built",
+    );
+    expect(result.stderr).toContain("npm run build:cli");
+    expect(existsSync(join(dir, "dist", "cli", "hourglass.mjs"))).toBe(false);
+  });
+});
