@@ -60,6 +60,10 @@ export async function buildCli() {
     banner: {
       js: 'import { createRequire as __hgRequire } from "node:module"; const require = __hgRequire(import.meta.url);',
     },
+    // Except the AWS SDK and Powertools: CommonJS packages loaded on demand (`--aws`, `--sigv4`,
+    // `schedules import`), whose named exports only Node's own loader gives a dynamic import
+    // (bundled, they sit under `default`). They cost nothing at start.
+    external: ["@aws-sdk/*", "@smithy/*", "@aws-lambda-powertools/*"],
     minifySyntax: true,
     metafile: true,
     logLevel: "warning",

@@ -89,6 +89,33 @@ describe("the prebuilt CLI", { timeout: 300_000 }, () => {
     expect(statSync(bundle).mtimeMs).toBeGreaterThan(built);
   });
 
+  it("loads the AWS SDK's CommonJS clients on demand from the bundle, with their named exports", async () => {
+    // No credentials anywhere: each command gets as far as asking for them, so its client was
+    // constructed (bundled, a CommonJS client's exports sit under `default`: "not a constructor").
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      AWS_PROFILE: "hg-no-such-profile",
+      AWS_CONFIG_FILE: "/dev/null",
+      AWS_SHARED_CREDENTIALS_FILE: "/dev/null",
+      AWS_EC2_METADATA_DISABLED: "true",
+      AWS_ACCESS_KEY_ID: undefined,
+      AWS_SECRET_ACCESS_KEY: undefined,
+      AWS_SESSION_TOKEN: undefined,
+    };
+    for (const args of [
+      ["status", "--aws", "--region", "us-east-1"],
+      ["schedules", "import", "--from-eventbridge", "--dry-run", "--aws-region", "us-east-1"],
+    ]) {
+      const failed = await run("node", ["scripts/hourglass.mjs", ...args], { env, timeout: 240_000 }).then(
+        () => undefined,
+        (error: { code: number; stderr: string }) => error,
+      );
+      expect(failed?.code, args.join(" ")).toBe(1);
+      expect(failed?.stderr, args.join(" ")).toContain("Could not load credentials");
+      expect(failed?.stderr, args.join(" ")).not.toContain("is not a constructor");
+    }
+  });
+
   it("runs from source through tsx, and says so, when there is no bundle and no esbuild to build one", async () => {
     const dir = sandbox(["esbuild", "@esbuild", ".bin"]);
     const result = await hourglass(dir, "--help");
