@@ -321,8 +321,19 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = 2;
       return;
     }
+    if (awsError(error)) {
+      // What AWS said (no credentials, access denied, …), as `status --aws` says it: one line.
+      process.stderr.write(`hourglass: ${error.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
     throw error;
   }
+}
+
+/** An error from the AWS SDK (an answer from AWS, or the credential chain finding nothing). */
+function awsError(error: unknown): error is Error {
+  return error instanceof Error && ("$metadata" in error || error.name === "CredentialsProviderError");
 }
 
 /** The problem's title, then each field error once; the detail only when there are none. */

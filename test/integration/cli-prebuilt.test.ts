@@ -113,6 +113,8 @@ describe("the prebuilt CLI", { timeout: 300_000 }, () => {
       expect(failed?.code, args.join(" ")).toBe(1);
       expect(failed?.stderr, args.join(" ")).toContain("Could not load credentials");
       expect(failed?.stderr, args.join(" ")).not.toContain("is not a constructor");
+      // One line, as every other failure a user can meet: no stack.
+      expect(failed?.stderr, args.join(" ")).not.toMatch(/\n\s+at /);
     }
   });
 
