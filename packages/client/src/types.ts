@@ -143,6 +143,8 @@ export interface LeaseGrantBody {
   owner: string;
   token: number;
   expiresAt: string;
+  /** True when this owner already held the lease: the same token, expiry moved to now + ttlSeconds. */
+  alreadyHeld?: boolean;
 }
 
 export interface LeaseBody {
