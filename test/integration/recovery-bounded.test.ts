@@ -103,7 +103,8 @@ describe("the recovery sweep beside a held backlog", () => {
             for (const count of Object.values(await hg.index.heldCounts(shard))) parked += count;
           return parked >= HELD ? true : undefined;
         },
-        60_000,
+        // A precondition, not the property: on a loaded machine parking 15,000 takes a while.
+        150_000,
         "the held backlog parked",
       );
       // Created ahead of the look-ahead, so each is claimed by a tick, not sent on create; spread
@@ -137,7 +138,7 @@ describe("the recovery sweep beside a held backlog", () => {
       for (const name of slowed) delete journal[name];
     }
     expect(held.runs).toHaveLength(0);
-  }, 180_000);
+  }, 300_000);
 
   it("is bounded per call, resumes across calls through every shard and expire(), and does not read a verified backlog again", async () => {
     const expired = new Set<number>();

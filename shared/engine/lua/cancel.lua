@@ -40,7 +40,7 @@ if not body then
   return {CODE.NOT_FOUND}
 end
 -- An unreadable entry cannot be shown to be running; cancelling it makes sure it never runs.
-local status, _, _, runAt = readMeta(K.meta, member, tonumber(redis.call("ZSCORE", K.due, member)) or 0)
+local status, _, _, runAt = readMeta(K.meta, member, dueScore(member) or 0)
 if status == "running" or status == "dead" then
   return {CODE.CONFLICT, status}
 end
