@@ -27,11 +27,17 @@ const run = promisify(execFile);
 const repo = resolve(".");
 const sandboxes: string[] = [];
 
-/** A copy of shared/ and the two scripts, with node_modules linked package by package, minus `without`. */
+/** A copy of shared/, the client package's sources and the two scripts, with node_modules linked package by package, minus `without`. */
 function sandbox(without: readonly string[] = []): string {
   const dir = mkdtempSync(join(tmpdir(), "hg-prebuilt-"));
   sandboxes.push(dir);
   cpSync(join(repo, "shared"), join(dir, "shared"), { recursive: true });
+  // shared/client re-exports the typed client from its package's sources.
+  for (const part of ["src", "package.json"]) {
+    cpSync(join(repo, "packages", "client", part), join(dir, "packages", "client", part), {
+      recursive: true,
+    });
+  }
   mkdirSync(join(dir, "scripts"));
   for (const script of ["hourglass.mjs", "build-cli.mjs"]) {
     cpSync(join(repo, "scripts", script), join(dir, "scripts", script));
