@@ -77,7 +77,14 @@ export async function runAwsShapedScenario(profile: "standard" | "lean"): Promis
       profile,
       stackName,
       // The receiver stands in for a host in the VPC: a deployment that allows private targets.
-      context: { webhookAllowPrivate: "true" },
+      // Standard names transitions for its bus, so each function's PutEvents is checked against its
+      // role here; lean keeps the free default (no bus, nothing published).
+      context: {
+        webhookAllowPrivate: "true",
+        ...(profile === "standard" && {
+          notifications: "scheduled,dispatched,succeeded,retrying,dead,cancelled",
+        }),
+      },
       dataDir: `.hourglass/test/aws-shaped-${stackName}`,
       dynamoEndpoint: process.env.AWS_ENDPOINT_URL_DYNAMODB!,
       sqsEndpoint: process.env.AWS_ENDPOINT_URL_SQS!,
